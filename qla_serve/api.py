@@ -1,0 +1,246 @@
+"""The op contract: GDN prefill and decode on an engine's paged recurrent-state pool, in place.
+
+Every check here runs before any backend touches memory, so a rejected call leaves the pool
+bit-identical. With a plan, validation reads only tensor metadata (shape, dtype, device, strides):
+no device→host sync.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import dispatch
+from .plan import PrefillPlan, check_slot_indices, plan_prefill
+
+STATE_LAYOUTS = ("vk", "kv")
+ACTIVATION_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+POOL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def _tensor(name: str, x: Any) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def _drop_unit_batch(name: str, x: torch.Tensor, dims: int) -> torch.Tensor:
+    """Accept ``[1, T, ...]`` as well as ``[T, ...]`` (FLA and SGLang pass a leading 1)."""
+    if x.dim() == dims + 1:
+        if x.shape[0] != 1:
+            raise ValueError(f"{name}: a leading batch dim must be 1 for varlen input, got {tuple(x.shape)}")
+        return x[0]
+    if x.dim() != dims:
+        raise ValueError(f"{name} must be {dims}-D (or {dims + 1}-D with a leading 1), got shape {tuple(x.shape)}")
+    return x
+
+
+def _same_device(device: torch.device, **tensors: torch.Tensor | None) -> None:
+    for name, t in tensors.items():
+        if t is not None and t.device != device:
+            raise ValueError(f"{name} is on {t.device} but q is on {device}")
+
+
+def _check_dtype(name: str, x: torch.Tensor, allowed: tuple[torch.dtype, ...]) -> None:
+    if x.dtype not in allowed:
+        names = ", ".join(str(d).removeprefix("torch.") for d in allowed)
+        raise TypeError(f"{name} dtype must be one of {names}, got {x.dtype}")
+
+
+def _check_qkv(q, k, v, g, beta, n_tokens_dim: str):
+    if q.shape != k.shape:
+        raise ValueError(f"k shape {tuple(k.shape)} must equal q shape {tuple(q.shape)}")
+    T, H, Kd = q.shape
+    if v.shape[0] != T:
+        raise ValueError(f"v has {v.shape[0]} {n_tokens_dim} but q has {T}")
+    HV, Vd = v.shape[1], v.shape[2]
+    if H == 0 or HV % H != 0:
+        raise ValueError(f"v heads ({HV}) must be a multiple of q/k heads ({H}) (GVA)")
+    _check_dtype("q", q, ACTIVATION_DTYPES)
+    for name, x in (("k", k), ("v", v)):
+        if x.dtype != q.dtype:
+            raise TypeError(f"{name} dtype {x.dtype} must equal q dtype {q.dtype}")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.stride(-1) != 1:
+            raise ValueError(f"{name} must have a contiguous last dim (stride(-1) == 1), got strides {x.stride()}")
+    for name, x in (("g", g), ("beta", beta)):
+        if tuple(x.shape) != (T, HV):
+            raise ValueError(f"{name} must have shape [{n_tokens_dim}, HV] = {(T, HV)}, got {tuple(x.shape)}")
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"{name} must be floating point (fp32 preferred), got {x.dtype}")
+    return T, H, Kd, HV, Vd
+
+
+def _check_pool(state_pool: torch.Tensor, state_layout: str, HV: int, Kd: int, Vd: int) -> None:
+    if state_layout not in STATE_LAYOUTS:
+        raise ValueError(f"state_layout must be one of {STATE_LAYOUTS}, got {state_layout!r}")
+    inner = (HV, Vd, Kd) if state_layout == "vk" else (HV, Kd, Vd)
+    if state_pool.dim() != 4 or tuple(state_pool.shape[1:]) != inner:
+        want = "[slots, HV, V, K]" if state_layout == "vk" else "[slots, HV, K, V]"
+        raise ValueError(f"state_pool must be {want} = [slots, {', '.join(map(str, inner))}] for "
+                         f"state_layout={state_layout!r}, got shape {tuple(state_pool.shape)}")
+    _check_dtype("state_pool", state_pool, POOL_DTYPES)
+    want_strides = (inner[1] * inner[2], inner[2], 1)
+    if tuple(state_pool.stride()[1:]) != want_strides:
+        raise ValueError(f"state_pool rows must be contiguous (strides [*, {', '.join(map(str, want_strides))}]; "
+                         f"any stride(0) is fine), got strides {state_pool.stride()}")
+
+
+def _check_indices(name: str, x: torch.Tensor, n: int) -> None:
+    if x.dim() != 1 or x.shape[0] != n:
+        raise ValueError(f"{name} must have shape [{n}] (one per sequence), got {tuple(x.shape)}")
+    _check_dtype(name, x, INDEX_DTYPES)
+
+
+def _check_out(out: torch.Tensor | None, shape: tuple[int, ...], like: torch.Tensor) -> None:
+    if out is None:
+        return
+    _tensor("out", out)
+    if tuple(out.shape) != shape and tuple(out.shape) != (1, *shape):
+        raise ValueError(f"out must have shape {shape}, got {tuple(out.shape)}")
+    if out.dtype != like.dtype:
+        raise TypeError(f"out dtype {out.dtype} must equal v dtype {like.dtype}")
+    if out.device != like.device:
+        raise ValueError(f"out is on {out.device} but q is on {like.device}")
+
+
+def gdn_prefill(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
+    state_pool: torch.Tensor, state_indices: torch.Tensor, cu_seqlens: torch.Tensor,
+    has_initial_state: torch.Tensor | None = None, plan: PrefillPlan | None = None,
+    scale: float | None = None, use_qk_l2norm: bool = False, out: torch.Tensor | None = None,
+    checkpoints: torch.Tensor | None = None, state_layout: str = "vk", null_slot: int | None = None,
+) -> torch.Tensor:
+    """Chunked GDN prefill for a varlen batch, states read from and written to ``state_pool`` in place.
+
+    Args:
+        q, k: ``[T, H, K]`` (or ``[1, T, H, K]``), bf16/fp16/fp32; may be strided views with a
+            contiguous last dim (e.g. slices of one packed qkv buffer).
+        v: ``[T, HV, V]``; value head i uses key head ``i // (HV // H)``.
+        g: ``[T, HV]`` log-space decay (≤ 0), fp32. beta: ``[T, HV]`` in [0, 1], fp32.
+        state_pool: ``[slots, HV, V, K]`` (``state_layout="vk"``, vLLM and SGLang) or
+            ``[slots, HV, K, V]`` ("kv"); fp32/bf16/fp16; any ``stride(0)``.
+        state_indices: ``[N]`` int32/int64 pool row per sequence. A negative index or
+            ``null_slot`` skips the sequence: no read, no write, zero output.
+        cu_seqlens: ``[N+1]`` int32/int64 token offsets, on q's device.
+        has_initial_state: ``[N]`` bool; False starts from zero instead of reading the row.
+            None means every live sequence reads its row.
+        plan: from :func:`plan_prefill` on host metadata. Without one the call builds it, which
+            reads ``cu_seqlens`` and ``state_indices`` back to the host (a sync on GPU).
+        scale: defaults to ``K ** -0.5``. use_qk_l2norm: l2-normalise q and k inside the op.
+        out: optional ``[T, HV, V]`` output buffer (v's dtype).
+        checkpoints: optional ``[1, num_chunks, HV, *state]`` buffer receiving the state before
+            each 64-token chunk (FLA's ``h``), in the pool's layout.
+
+    Returns:
+        ``out``: ``[T, HV, V]`` (``[1, T, HV, V]`` when q had a leading 1).
+    """
+    for name, x in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("state_pool", state_pool),
+                    ("state_indices", state_indices), ("cu_seqlens", cu_seqlens)):
+        _tensor(name, x)
+    if has_initial_state is not None:
+        _tensor("has_initial_state", has_initial_state)
+    if plan is not None and not isinstance(plan, PrefillPlan):
+        raise TypeError(f"plan must be a PrefillPlan from qla_serve.plan_prefill, got {type(plan).__name__}")
+    batched = q.dim() == 4
+    q, k, v = (_drop_unit_batch(n, x, 3) for n, x in (("q", q), ("k", k), ("v", v)))
+    g, beta = (_drop_unit_batch(n, x, 2) for n, x in (("g", g), ("beta", beta)))
+    T, H, Kd, HV, Vd = _check_qkv(q, k, v, g, beta, "T")
+    dev = q.device
+    _same_device(dev, k=k, v=v, g=g, beta=beta, state_pool=state_pool, state_indices=state_indices,
+                 cu_seqlens=cu_seqlens, has_initial_state=has_initial_state, out=out, checkpoints=checkpoints)
+    _check_pool(state_pool, state_layout, HV, Kd, Vd)
+    if cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 2:
+        raise ValueError(f"cu_seqlens must be 1-D with N+1 ≥ 2 entries, got shape {tuple(cu_seqlens.shape)}")
+    _check_dtype("cu_seqlens", cu_seqlens, INDEX_DTYPES)
+    N = cu_seqlens.shape[0] - 1
+    _check_indices("state_indices", state_indices, N)
+    if has_initial_state is not None:
+        if has_initial_state.dim() != 1 or has_initial_state.shape[0] != N:
+            raise ValueError(f"has_initial_state must have shape [{N}], got {tuple(has_initial_state.shape)}")
+        if has_initial_state.dtype != torch.bool:
+            raise TypeError(f"has_initial_state must be bool, got {has_initial_state.dtype}")
+    if null_slot is not None and not isinstance(null_slot, int):
+        raise TypeError(f"null_slot must be an int or None, got {type(null_slot).__name__}")
+
+    if plan is None:
+        # No plan: build one here. This reads device metadata back to the host (a sync on GPU).
+        plan = plan_prefill(cu_seqlens.cpu(), device=dev, state_indices_cpu=state_indices.cpu(),
+                            num_slots=state_pool.shape[0], null_slot=null_slot)
+    else:
+        if plan.num_seqs != N:
+            raise ValueError(f"plan describes {plan.num_seqs} sequences but cu_seqlens describes {N}")
+        if plan.device != dev:
+            raise ValueError(f"plan was built for {plan.device} but q is on {dev}")
+    if plan.total_tokens != T:
+        raise ValueError(f"cu_seqlens[-1] = {plan.total_tokens} must equal the number of tokens T = {T}")
+    _check_out(out, (T, HV, Vd), v)
+    if checkpoints is not None:
+        _tensor("checkpoints", checkpoints)
+        state_dims = tuple(state_pool.shape[1:])
+        if tuple(checkpoints.shape) != (1, plan.num_chunks, *state_dims):
+            raise ValueError(f"checkpoints must have shape {(1, plan.num_chunks, *state_dims)}, "
+                             f"got {tuple(checkpoints.shape)}")
+    if scale is None:
+        scale = Kd ** -0.5
+
+    out3 = torch.empty(T, HV, Vd, dtype=v.dtype, device=dev) if out is None else (out[0] if out.dim() == 4 else out)
+    call = dict(q=q, k=k, v=v, g=g if g.dtype == torch.float32 else g.float(),
+                beta=beta if beta.dtype == torch.float32 else beta.float(),
+                state_pool=state_pool, state_indices=state_indices, has_initial_state=has_initial_state,
+                plan=plan, scale=float(scale), use_qk_l2norm=bool(use_qk_l2norm), out=out3,
+                state_layout=state_layout, null_slot=null_slot, checkpoints=checkpoints)
+    if N:
+        dispatch.run("prefill", call)
+    result = out if out is not None else out3
+    if batched and result.dim() == 3:
+        result = result.unsqueeze(0)
+    return result
+
+
+def gdn_decode(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
+    state_pool: torch.Tensor, state_indices: torch.Tensor, scale: float | None = None,
+    use_qk_l2norm: bool = False, out: torch.Tensor | None = None, state_layout: str = "vk",
+    null_slot: int | None = None, state_indices_cpu: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """One token per sequence, state updated in place: q, k ``[N, H, K]``; v ``[N, HV, V]``;
+    g, beta ``[N, HV]``. ``[N, 1, ...]`` inputs (FLA's decode shape) are accepted too.
+
+    Slot ranges and duplicates are checked when the indices are on the CPU or a host copy is given
+    as ``state_indices_cpu``; otherwise the call reads nothing back from the device.
+    """
+    for name, x in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("state_pool", state_pool),
+                    ("state_indices", state_indices)):
+        _tensor(name, x)
+    one_token_dim = q.dim() == 4
+    if one_token_dim:
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            if x.dim() != 4 or x.shape[1] != 1:
+                raise ValueError(f"{name} must be [N, 1, heads, dim] for decode, got {tuple(x.shape)}")
+        q, k, v = q[:, 0], k[:, 0], v[:, 0]
+        g, beta = (x[:, 0] if x.dim() == 3 else x for x in (g, beta))
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.dim() != 3:
+            raise ValueError(f"{name} must be [N, heads, dim] for decode, got {tuple(x.shape)}")
+    N, H, Kd, HV, Vd = _check_qkv(q, k, v, g, beta, "N")
+    dev = q.device
+    _same_device(dev, k=k, v=v, g=g, beta=beta, state_pool=state_pool, state_indices=state_indices, out=out)
+    _check_pool(state_pool, state_layout, HV, Kd, Vd)
+    _check_indices("state_indices", state_indices, N)
+    host_idx = state_indices_cpu if state_indices_cpu is not None else (
+        state_indices if state_indices.device.type == "cpu" else None)
+    if host_idx is not None:
+        check_slot_indices(host_idx.tolist(), state_pool.shape[0], null_slot)
+    _check_out(out, (N, HV, Vd), v)
+    if scale is None:
+        scale = Kd ** -0.5
+    out3 = torch.empty(N, HV, Vd, dtype=v.dtype, device=dev) if out is None else out.reshape(N, HV, Vd)
+    call = dict(q=q, k=k, v=v, g=g, beta=beta, state_pool=state_pool, state_indices=state_indices,
+                scale=float(scale), use_qk_l2norm=bool(use_qk_l2norm), out=out3,
+                state_layout=state_layout, null_slot=null_slot)
+    if N:
+        dispatch.run("decode", call)
+    result = out if out is not None else out3
+    return result.unsqueeze(1) if one_token_dim and result.dim() == 3 else result

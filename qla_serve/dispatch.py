@@ -1,0 +1,134 @@
+"""Backend choice: the fastest backend that can take a call, with the reason for every refusal.
+
+A backend answers ``why_not(op, call) -> str | None`` (``None`` = it can run the call), in words a
+serving engineer can act on ("needs sm_90 (Hopper), got sm_80"). ``QLA_BACKEND`` forces one:
+``reference``, ``tilelang`` or ``auto`` (default). Each fallback is logged once per reason.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from typing import Any, Callable, Protocol
+
+import torch
+
+from . import reference
+
+logger = logging.getLogger("qla_serve")
+
+BACKEND_ENV = "QLA_BACKEND"
+BACKEND_CHOICES = ("auto", "tilelang", "reference")
+
+
+class Backend(Protocol):
+    name: str
+
+    def why_not(self, op: str, call: dict[str, Any]) -> str | None: ...
+
+    def run(self, op: str, call: dict[str, Any]) -> None: ...
+
+
+class ReferenceBackend:
+    """Pure PyTorch, fp32 math, any device: always available."""
+
+    name = "reference"
+
+    def why_not(self, op: str, call: dict[str, Any]) -> str | None:
+        return None
+
+    def run(self, op: str, call: dict[str, Any]) -> None:
+        fn: Callable[..., None] = reference.prefill_reference if op == "prefill" else reference.decode_reference
+        fn(**call)
+
+
+class TileLangBackend:
+    """Hopper (sm_90) TileLang kernels in ``kernels/hopper`` (installed as qla_serve.kernels.hopper)."""
+
+    name = "tilelang"
+
+    def why_not(self, op: str, call: dict[str, Any]) -> str | None:
+        if op != "prefill":
+            return f"qla-serve has no TileLang {op} kernel yet"
+        q = call["q"]
+        if q.device.type != "cuda":
+            return f"needs a CUDA device, got {q.device.type}"
+        cc = torch.cuda.get_device_capability(q.device)
+        if cc != (9, 0):
+            return f"needs sm_90 (Hopper), got sm_{cc[0]}{cc[1]}"
+        if importlib.util.find_spec("tilelang") is None:
+            return "tilelang is not installed (pip install 'qla-serve[tilelang]')"
+        from .kernels import hopper
+
+        return hopper.why_not(call)
+
+    def run(self, op: str, call: dict[str, Any]) -> None:
+        from .kernels import hopper
+
+        hopper.gdn_prefill_hopper(**call)
+
+
+BACKENDS: tuple[Backend, ...] = (TileLangBackend(), ReferenceBackend())
+_logged: set[tuple[str, str, str]] = set()
+
+
+def requested_backend() -> str:
+    choice = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
+    if choice not in BACKEND_CHOICES:
+        raise ValueError(f"{BACKEND_ENV}={choice!r}: expected one of {', '.join(BACKEND_CHOICES)}")
+    return choice
+
+
+def _log_once(op: str, backend: str, reason: str, chosen: str) -> None:
+    key = (op, backend, reason)
+    if key not in _logged:
+        _logged.add(key)
+        logger.warning("qla-serve: %s backend %s unavailable for this call (%s); using %s",
+                       op, backend, reason, chosen)
+
+
+def select(op: str, call: dict[str, Any]) -> Backend:
+    """Pick the backend for ``op`` ("prefill" or "decode") given the validated call."""
+    choice = requested_backend()
+    if choice != "auto":
+        backend = next(b for b in BACKENDS if b.name == choice)
+        reason = backend.why_not(op, call)
+        if reason is not None:
+            raise RuntimeError(f"{BACKEND_ENV}={choice} cannot run this {op} call: {reason}")
+        return backend
+    refused: list[tuple[str, str]] = []
+    for backend in BACKENDS:
+        reason = backend.why_not(op, call)
+        if reason is None:
+            for name, why in refused:
+                _log_once(op, name, why, backend.name)
+            return backend
+        refused.append((backend.name, reason))
+    raise RuntimeError(f"no qla-serve backend can run this {op} call: {refused}")
+
+
+def run(op: str, call: dict[str, Any]) -> str:
+    backend = select(op, call)
+    backend.run(op, call)
+    return backend.name
+
+
+def explain(device: torch.device, head_k_dim: int = 128, head_v_dim: int = 128) -> dict[str, dict[str, str]]:
+    """For ``qla-serve info``: per op, per backend, "ok" or the reason it would be refused."""
+    probe = {
+        "q": torch.empty(0, 1, head_k_dim, device=device),
+        "v": torch.empty(0, 1, head_v_dim, device=device),
+        "state_pool": torch.empty(1, 1, head_v_dim, head_k_dim, device=device),
+        "checkpoints": None, "state_layout": "vk",
+    }
+    table: dict[str, dict[str, str]] = {}
+    for op in ("prefill", "decode"):
+        row = {}
+        for backend in BACKENDS:
+            try:
+                reason = backend.why_not(op, probe)
+            except Exception as exc:  # an info command must not crash on a half-installed kernel
+                reason = f"check failed: {exc!r}"
+            row[backend.name] = "ok" if reason is None else reason
+        table[op] = row
+    return table

@@ -1,0 +1,153 @@
+"""Host-side planning: everything a prefill call needs that depends on sequence lengths.
+
+A plan is built from CPU metadata the scheduler already holds (``cu_seqlens`` on the host, and
+optionally the slot indices on the host). Building it may copy small tables host→device (async);
+it never reads device memory. A call that receives a plan therefore performs no device→host sync.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+CHUNK_SIZE = 64
+
+
+@dataclass(frozen=True)
+class PrefillPlan:
+    """Sequence-length-dependent metadata for one prefill batch.
+
+    Host fields (plain Python / CPU tensors) are what validation and backends read; device fields
+    are copies for kernels. ``kernel_data`` is where a backend keeps its own tables (CP partitions,
+    variant choice) so that a call with this plan needs no further host work.
+    """
+
+    seqlens: tuple[int, ...]             # per sequence, host
+    cu_seqlens_cpu: torch.Tensor         # [N+1] int32, CPU
+    chunk_offsets_cpu: torch.Tensor      # [N+1] int32, CPU: first global chunk of each sequence
+    total_tokens: int
+    num_chunks: int
+    max_seqlen: int
+    device: torch.device
+    cu_seqlens: torch.Tensor             # [N+1] int32 on `device`
+    chunk_offsets: torch.Tensor          # [N+1] int32 on `device`
+    chunk_indices: torch.Tensor          # [num_chunks, 2] int32 on `device`: (sequence, chunk in it)
+    checked_indices: bool = False        # state indices were range/duplicate-checked on the host
+    chunk_size: int = CHUNK_SIZE
+    kernel_data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.seqlens)
+
+
+def _as_cpu_int_list(name: str, x: torch.Tensor | Sequence[int]) -> list[int]:
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu":
+            raise ValueError(
+                f"{name} must be a CPU tensor for planning (got device {x.device}); "
+                "pass the scheduler's host copy, planning never reads device memory"
+            )
+        if x.dtype.is_floating_point or x.dtype == torch.bool:
+            raise TypeError(f"{name} must hold integers, got {x.dtype}")
+        if x.dim() != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {tuple(x.shape)}")
+        return [int(v) for v in x.tolist()]
+    return [int(v) for v in x]
+
+
+def check_slot_indices(
+    indices: Sequence[int], num_slots: int, null_slot: int | None, live: Sequence[bool] | None = None
+) -> None:
+    """Raise ValueError for a slot out of range or one slot shared by two live sequences.
+
+    Negative indices and ``null_slot`` mark sequences to skip and may repeat.
+    """
+    seen: dict[int, int] = {}
+    for i, s in enumerate(indices):
+        if s < 0 or (null_slot is not None and s == null_slot):
+            continue
+        if s >= num_slots:
+            raise ValueError(
+                f"state_indices[{i}] = {s} is out of range for state_pool with {num_slots} slots"
+            )
+        if live is not None and not live[i]:
+            continue
+        if s in seen:
+            raise ValueError(
+                f"state_indices: slot {s} is given to sequences {seen[s]} and {i}; "
+                "two live sequences cannot share one recurrent state"
+            )
+        seen[s] = i
+
+
+def plan_prefill(
+    cu_seqlens_cpu: torch.Tensor | Sequence[int],
+    *,
+    device: torch.device | str | None = None,
+    state_indices_cpu: torch.Tensor | Sequence[int] | None = None,
+    num_slots: int | None = None,
+    null_slot: int | None = None,
+    chunk_size: int = CHUNK_SIZE,
+) -> PrefillPlan:
+    """Build a :class:`PrefillPlan` from host-side sequence boundaries.
+
+    Args:
+        cu_seqlens_cpu: ``[N+1]`` cumulative token offsets on the host, starting at 0.
+        device: where the kernel tables go (default: CPU).
+        state_indices_cpu: optional host copy of the slot indices; with ``num_slots`` the plan
+            checks ranges and duplicates here so that the call itself reads nothing back.
+        num_slots: number of rows of the state pool (needed with ``state_indices_cpu``).
+        null_slot: the engine's "no state" slot (vLLM: 0), skipped like negative indices.
+    """
+    cu = _as_cpu_int_list("cu_seqlens", cu_seqlens_cpu)
+    if len(cu) < 2:
+        raise ValueError(f"cu_seqlens must hold at least 2 entries ([0, T]), got {len(cu)}")
+    if cu[0] != 0:
+        raise ValueError(f"cu_seqlens must start at 0, got {cu[0]}")
+    seqlens = tuple(b - a for a, b in zip(cu[:-1], cu[1:]))
+    for i, n in enumerate(seqlens):
+        if n < 0:
+            raise ValueError(
+                f"cu_seqlens must be non-decreasing: cu_seqlens[{i + 1}] = {cu[i + 1]} < "
+                f"cu_seqlens[{i}] = {cu[i]}"
+            )
+    checked = False
+    if state_indices_cpu is not None:
+        idx = _as_cpu_int_list("state_indices", state_indices_cpu)
+        if len(idx) != len(seqlens):
+            raise ValueError(
+                f"state_indices has {len(idx)} entries but cu_seqlens describes {len(seqlens)} sequences"
+            )
+        if num_slots is None:
+            raise ValueError("num_slots is required with state_indices_cpu")
+        check_slot_indices(idx, num_slots, null_slot)
+        checked = True
+
+    nchunks = [(n + chunk_size - 1) // chunk_size for n in seqlens]
+    offsets = [0]
+    for c in nchunks:
+        offsets.append(offsets[-1] + c)
+    table = [(i, c) for i, n in enumerate(nchunks) for c in range(n)]
+
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    cu_cpu = torch.tensor(cu, dtype=torch.int32)
+    off_cpu = torch.tensor(offsets, dtype=torch.int32)
+    tab_cpu = torch.tensor(table, dtype=torch.int32).reshape(-1, 2)
+    pin = dev.type == "cuda"
+    to_dev = (lambda t: t.pin_memory().to(dev, non_blocking=True)) if pin else (lambda t: t.to(dev))
+    return PrefillPlan(
+        seqlens=seqlens,
+        cu_seqlens_cpu=cu_cpu,
+        chunk_offsets_cpu=off_cpu,
+        total_tokens=cu[-1],
+        num_chunks=offsets[-1],
+        max_seqlen=max(seqlens) if seqlens else 0,
+        device=dev,
+        cu_seqlens=to_dev(cu_cpu),
+        chunk_offsets=to_dev(off_cpu),
+        chunk_indices=to_dev(tab_cpu),
+        checked_indices=checked,
+        chunk_size=chunk_size,
+    )
