@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+from collections import Counter
 from typing import Any, Callable, Protocol
 
 import torch
@@ -70,6 +71,8 @@ class TileLangBackend:
 
 BACKENDS: tuple[Backend, ...] = (TileLangBackend(), ReferenceBackend())
 _logged: set[tuple[str, str, str]] = set()
+# (op, backend) → number of calls run in this process: lets tests and demos see which path ran.
+calls: Counter[tuple[str, str]] = Counter()
 
 
 def requested_backend() -> str:
@@ -110,6 +113,7 @@ def select(op: str, call: dict[str, Any]) -> Backend:
 def run(op: str, call: dict[str, Any]) -> str:
     backend = select(op, call)
     backend.run(op, call)
+    calls[(op, backend.name)] += 1
     return backend.name
 
 

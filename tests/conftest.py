@@ -1,0 +1,67 @@
+"""Shared test helpers: fresh random GDN inputs, the oracle comparison, GPU skipping."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from qla_serve.reference import l2norm, pool_to_kv, token_recurrence
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible): run on the H200 with `-m gpu`")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:
+    x, ref = x.detach().to("cpu", torch.float64), ref.detach().to("cpu", torch.float64)
+    assert torch.isfinite(x).all(), "non-finite values (unwritten poison?)"
+    return float((x - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def make_inputs(lens, H, HV, *, K=128, V=128, dtype=torch.bfloat16, device="cpu", gate_scale=2.0, seed=None,
+                normalize_k=True):
+    """Random varlen inputs (never zeros): q, k [T,H,K]; v [T,HV,V]; g ≤ 0, beta ∈ [0,1] fp32."""
+    gen = torch.Generator().manual_seed(seed if seed is not None else torch.randint(0, 2**31, ()).item())
+    T = sum(lens)
+    q = torch.randn(T, H, K, generator=gen)
+    k = torch.randn(T, H, K, generator=gen)
+    if normalize_k:
+        k = l2norm(k)
+    v = torch.randn(T, HV, V, generator=gen)
+    g = -torch.rand(T, HV, generator=gen) * gate_scale
+    beta = torch.rand(T, HV, generator=gen)
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32)
+    return (q.to(device, dtype), k.to(device, dtype), v.to(device, dtype), g.to(device), beta.to(device),
+            cu.to(device))
+
+
+def make_pool(slots, HV, *, K=128, V=128, layout="vk", dtype=torch.float32, device="cpu", row_stride_pad=0,
+              seed=0):
+    """Random pool; ``row_stride_pad`` > 0 makes it a strided view (like vLLM's conv+ssm pages)."""
+    gen = torch.Generator().manual_seed(seed)
+    inner = (HV, V, K) if layout == "vk" else (HV, K, V)
+    n = inner[0] * inner[1] * inner[2]
+    base = (torch.randn(slots, n + row_stride_pad, generator=gen) * 0.5).to(device=device, dtype=dtype)
+    return base[:, :n].view(slots, *inner)
+
+
+def oracle_for(q, k, v, g, beta, cu, pool, idx, has_init, *, layout="vk", null_slot=None, scale=None,
+               use_qk_l2norm=False):
+    """Oracle outputs and final states (math layout [N,HV,K,V]) for a pool-based call.
+
+    Skipped sequences (negative or null slot) get zero output, as the op contract says."""
+    N = len(idx)
+    HV, Kd, Vd = v.shape[1], q.shape[-1], v.shape[-1]
+    init = torch.zeros(N, HV, Kd, Vd, dtype=torch.float64)
+    for i, (s, h) in enumerate(zip(idx, has_init)):
+        if s >= 0 and s != null_slot and h:
+            init[i] = pool_to_kv(pool[s], layout).double().cpu()
+    o, finals = token_recurrence(q, k, v, g, beta, cu, init, scale=scale, use_qk_l2norm=use_qk_l2norm)
+    for i, s in enumerate(idx):
+        if s < 0 or s == null_slot:
+            o[cu[i]:cu[i + 1]] = 0
+    return o, finals

@@ -1,0 +1,170 @@
+"""Every bad input gets a ValueError/TypeError naming the argument, and the pool stays bit-identical."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from conftest import make_inputs, make_pool
+from qla_serve import dispatch, gdn_decode, gdn_prefill, plan_prefill
+
+LENS, H, HV = [5, 70, 1], 2, 4
+
+
+def _good():
+    q, k, v, g, beta, cu = make_inputs(LENS, H, HV)
+    return dict(q=q, k=k, v=v, g=g, beta=beta, state_pool=make_pool(6, HV), state_indices=torch.tensor([1, 3, 4]),
+                cu_seqlens=cu, has_initial_state=torch.tensor([True, False, True]))
+
+
+def _bad_cases():
+    T = sum(LENS)
+    cases = {
+        "q_not_tensor": (TypeError, "q must be a torch.Tensor", lambda a: a.update(q=a["q"].tolist())),
+        "q_2d": (ValueError, "q must be 3-D", lambda a: a.update(q=a["q"][:, 0])),
+        "q_leading_batch_2": (ValueError, "q: a leading batch dim must be 1",
+                              lambda a: a.update(q=a["q"].expand(2, *a["q"].shape))),
+        "k_shape": (ValueError, "k shape", lambda a: a.update(k=a["k"][:, :1])),
+        "v_tokens": (ValueError, "v has", lambda a: a.update(v=a["v"][:-1])),
+        "gva_ratio": (ValueError, "multiple of q/k heads", lambda a: a.update(v=a["v"][:, :3])),
+        "q_dtype": (TypeError, "q dtype", lambda a: a.update(q=a["q"].to(torch.int32))),
+        "k_dtype": (TypeError, "k dtype", lambda a: a.update(k=a["k"].float())),
+        "q_last_dim_strided": (ValueError, "q must have a contiguous last dim",
+                               lambda a: a.update(q=a["q"].transpose(1, 2).contiguous().transpose(1, 2))),
+        "g_shape": (ValueError, "g must have shape", lambda a: a.update(g=a["g"][:, :2])),
+        "beta_dtype": (TypeError, "beta must be floating", lambda a: a.update(beta=(a["beta"] > 0.5))),
+        "pool_shape": (ValueError, "state_pool must be", lambda a: a.update(state_pool=make_pool(6, HV, K=64))),
+        "pool_dtype": (TypeError, "state_pool dtype", lambda a: a.update(state_pool=make_pool(6, HV).double())),
+        "pool_inner_strided": (ValueError, "state_pool rows must be contiguous",
+                               lambda a: a.update(state_pool=make_pool(6, HV).transpose(2, 3))),
+        "layout": (ValueError, "state_layout must be", lambda a: a.update(state_layout="kvv")),
+        "cu_dtype": (TypeError, "cu_seqlens dtype", lambda a: a.update(cu_seqlens=a["cu_seqlens"].float())),
+        "cu_non_monotonic": (ValueError, "cu_seqlens must be non-decreasing",
+                             lambda a: a.update(cu_seqlens=torch.tensor([0, 50, 5, T], dtype=torch.int32))),
+        "cu_start": (ValueError, "cu_seqlens must start at 0",
+                     lambda a: a.update(cu_seqlens=torch.tensor([1, 5, 75, T], dtype=torch.int32))),
+        "cu_total": (ValueError, r"cu_seqlens\[-1\] = 75 must equal",
+                     lambda a: a.update(cu_seqlens=torch.tensor([0, 5, 70, 75], dtype=torch.int32))),
+        "indices_len": (ValueError, "state_indices must have shape",
+                        lambda a: a.update(state_indices=torch.tensor([1, 3]))),
+        "indices_dtype": (TypeError, "state_indices dtype",
+                          lambda a: a.update(state_indices=torch.tensor([1.0, 3.0, 4.0]))),
+        "slot_out_of_range": (ValueError, r"state_indices\[2\] = 6 is out of range",
+                              lambda a: a.update(state_indices=torch.tensor([1, 3, 6]))),
+        "slot_shared": (ValueError, "slot 3 is given to sequences 0 and 1",
+                        lambda a: a.update(state_indices=torch.tensor([3, 3, 4]))),
+        "has_init_dtype": (TypeError, "has_initial_state must be bool",
+                           lambda a: a.update(has_initial_state=torch.tensor([1, 0, 1]))),
+        "has_init_shape": (ValueError, "has_initial_state must have shape",
+                           lambda a: a.update(has_initial_state=torch.tensor([True]))),
+        "out_shape": (ValueError, "out must have shape", lambda a: a.update(out=torch.empty(T, HV, 64).bfloat16())),
+        "out_dtype": (TypeError, "out dtype", lambda a: a.update(out=torch.empty(T, HV, 128))),
+        "checkpoints_shape": (ValueError, "checkpoints must have shape",
+                              lambda a: a.update(checkpoints=torch.empty(1, 2, HV, 128, 128))),
+        "plan_type": (TypeError, "plan must be a PrefillPlan", lambda a: a.update(plan={"cu": [0]})),
+        "plan_mismatch": (ValueError, "plan describes 2 sequences",
+                          lambda a: a.update(plan=plan_prefill([0, 5, 76]))),
+        "null_slot_type": (TypeError, "null_slot must be an int", lambda a: a.update(null_slot="0")),
+        "pool_device": (ValueError, "state_pool is on meta",
+                        lambda a: a.update(state_pool=torch.empty(6, HV, 128, 128, device="meta"))),
+    }
+    return cases
+
+
+@pytest.mark.parametrize("case", sorted(_bad_cases()))
+def test_bad_prefill_input_is_named_and_pool_untouched(case):
+    exc, match, mutate = _bad_cases()[case]
+    args = _good()
+    mutate(args)
+    pool = args["state_pool"]
+    before = pool.clone() if pool.device.type != "meta" else None
+    q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+    with pytest.raises(exc, match=match):
+        gdn_prefill(q, k, v, g, beta, **args)
+    if before is not None:
+        assert torch.equal(pool, before)
+
+
+def test_good_input_passes():
+    args = _good()
+    q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+    out = gdn_prefill(q, k, v, g, beta, **args)
+    assert out.shape == (sum(LENS), HV, 128) and torch.isfinite(out).all()
+
+
+def test_plan_call_reads_nothing_from_the_device(monkeypatch):
+    """With a plan, validation touches metadata only: any host read of tensor data would sync a GPU."""
+    args = _good()
+    args["plan"] = plan_prefill(args["cu_seqlens"], state_indices_cpu=args["state_indices"], num_slots=6)
+    ran = []
+    monkeypatch.setattr(dispatch, "run", lambda op, call: ran.append(op) or "stub")
+
+    def forbidden(*a, **kw):
+        raise AssertionError("gdn_prefill read tensor data on the host despite a plan")
+
+    for name in ("tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__index__"):
+        monkeypatch.setattr(torch.Tensor, name, forbidden)
+    q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+    gdn_prefill(q, k, v, g, beta, **args)
+    assert ran == ["prefill"]
+    with pytest.raises(ValueError, match="must equal the number of tokens"):
+        gdn_prefill(q[:-1], k[:-1], v[:-1], g[:-1], beta[:-1], **args)
+
+
+def test_plan_rejects_bad_host_metadata():
+    with pytest.raises(ValueError, match="non-decreasing"):
+        plan_prefill([0, 10, 4])
+    with pytest.raises(ValueError, match="CPU tensor"):
+        plan_prefill(torch.tensor([0, 4], device="meta"))
+    with pytest.raises(ValueError, match="num_slots is required"):
+        plan_prefill([0, 4], state_indices_cpu=[1])
+    with pytest.raises(ValueError, match="state_indices has 2 entries"):
+        plan_prefill([0, 4], state_indices_cpu=[1, 2], num_slots=4)
+    plan = plan_prefill([0, 1, 65, 65, 200])
+    assert plan.seqlens == (1, 64, 0, 135) and plan.num_chunks == 1 + 1 + 0 + 3
+    assert plan.chunk_indices.tolist() == [[0, 0], [1, 0], [3, 0], [3, 1], [3, 2]]
+
+
+def test_bad_decode_input_is_named_and_pool_untouched():
+    q, k, v, g, beta, _ = make_inputs([1, 1], H, HV)
+    pool = make_pool(4, HV)
+    before = pool.clone()
+    with pytest.raises(ValueError, match=r"state_indices\[1\] = 9 is out of range"):
+        gdn_decode(q, k, v, g, beta, state_pool=pool, state_indices=torch.tensor([1, 9]))
+    with pytest.raises(ValueError, match="slot 2 is given to sequences 0 and 1"):
+        gdn_decode(q, k, v, g, beta, state_pool=pool, state_indices=torch.tensor([2, 2]))
+    with pytest.raises(ValueError, match="g must have shape"):
+        gdn_decode(q, k, v, g[:, :1], beta, state_pool=pool, state_indices=torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="must be \\[N, 1, heads, dim\\]"):
+        gdn_decode(q[:, None].expand(2, 2, H, 128), k[:, None], v[:, None], g, beta, state_pool=pool,
+                   state_indices=torch.tensor([1, 2]))
+    assert torch.equal(pool, before)
+
+
+def test_forced_backend_and_bad_env(monkeypatch):
+    args = _good()
+    q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+    monkeypatch.setenv("QLA_BACKEND", "tilelang")
+    with pytest.raises(RuntimeError, match="QLA_BACKEND=tilelang cannot run this prefill call: needs a CUDA"):
+        gdn_prefill(q, k, v, g, beta, **args)
+    monkeypatch.setenv("QLA_BACKEND", "fastest")
+    with pytest.raises(ValueError, match="QLA_BACKEND='fastest'"):
+        gdn_prefill(q, k, v, g, beta, **args)
+    monkeypatch.setenv("QLA_BACKEND", "reference")
+    before = dispatch.calls[("prefill", "reference")]
+    gdn_prefill(q, k, v, g, beta, **args)
+    assert dispatch.calls[("prefill", "reference")] == before + 1
+
+
+def test_fallback_logs_once(monkeypatch, caplog):
+    monkeypatch.delenv("QLA_BACKEND", raising=False)
+    monkeypatch.setattr(dispatch, "_logged", set())
+    with caplog.at_level(logging.WARNING, logger="qla_serve"):
+        for _ in range(3):
+            args = _good()
+            q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+            gdn_prefill(q, k, v, g, beta, **args)
+    lines = [r.getMessage() for r in caplog.records if "tilelang unavailable" in r.getMessage()]
+    assert lines == ["qla-serve: prefill backend tilelang unavailable for this call (needs a CUDA device, got cpu); "
+                     "using reference"]
