@@ -36,69 +36,25 @@ def kv_to_pool(state: torch.Tensor, state_layout: str) -> torch.Tensor:
     return state.transpose(-1, -2) if state_layout == "vk" else state
 
 
-def _expand_heads(x: torch.Tensor, hv: int) -> torch.Tensor:
-    """[L, H, K] → [HV, L, K]: value head i uses key head i // (HV // H)."""
-    h = x.shape[1]
-    if h != hv:
-        x = x.repeat_interleave(hv // h, dim=1)
-    return x.transpose(0, 1)
+def _chunk_layout(plan: PrefillPlan, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """Host-built tables for the chunk-packed layout (every chunk padded to C tokens).
 
-
-def chunked_sequence(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
-    state: torch.Tensor, *, scale: float, use_qk_l2norm: bool, chunk_size: int = 64,
-    checkpoints: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One sequence in fp32. q, k [L, H, K]; v [L, HV, V]; g, beta [L, HV]; state [HV, K, V] fp32.
-
-    Returns o [L, HV, V] fp32 and the final state [HV, K, V] fp32. If given, ``checkpoints``
-    [NC, HV, K, V] receives the state before each chunk.
+    Returns the token index of every (chunk, position) [NT, C] (clamped; padding points at token 0),
+    a validity mask [NT, C], and for each chunk position j the sequences that have a chunk j.
     """
-    L, hv = v.shape[0], v.shape[1]
-    C = chunk_size
-    qf = _expand_heads(q.float(), hv)
-    kf = _expand_heads(k.float(), hv)
-    if use_qk_l2norm:
-        qf, kf = l2norm(qf), l2norm(kf)
-    qf = qf * scale
-    vf = v.float().transpose(0, 1)                      # [HV, L, V]
-    gf = g.float().transpose(0, 1)                      # [HV, L]
-    bf = beta.float().transpose(0, 1)
-    nc = (L + C - 1) // C
-    pad = nc * C - L
-    if pad:
-        # Padded tokens: k = v = 0, β = 0, g = 0 → no update, no decay; final state is unaffected.
-        qf, kf, vf = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (qf, kf, vf))
-        gf, bf = (torch.nn.functional.pad(x, (0, pad)) for x in (gf, bf))
-    Kd, Vd = kf.shape[-1], vf.shape[-1]
-    qc, kc, vc = (x.reshape(hv, nc, C, x.shape[-1]) for x in (qf, kf, vf))
-    gamma = gf.reshape(hv, nc, C).cumsum(-1)
-    bc = bf.reshape(hv, nc, C)
-
-    incl = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-    diff = gamma.unsqueeze(-1) - gamma.unsqueeze(-2)    # γ_i − γ_j
-    decay = torch.exp(diff.masked_fill(~incl, float("-inf")))          # D_incl, zero above diag
-    strict = decay.masked_fill(torch.eye(C, dtype=torch.bool, device=q.device), 0.0)
-
-    kb = kc * bc.unsqueeze(-1)
-    A = torch.eye(C, device=q.device) + (kb @ kc.transpose(-1, -2)) * strict
-    rhs = torch.cat([vc * bc.unsqueeze(-1), kb * torch.exp(gamma).unsqueeze(-1)], dim=-1)
-    sol = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
-    u0, w = sol[..., :Vd], sol[..., Vd:]
-    qk = (qc @ kc.transpose(-1, -2)) * decay
-    q_decayed = qc * torch.exp(gamma).unsqueeze(-1)
-    k_to_end = kc * torch.exp(gamma[..., -1:] - gamma).unsqueeze(-1)
-    end_decay = torch.exp(gamma[..., -1])               # [HV, NC]
-
-    o = torch.empty(hv, nc, C, Vd, device=q.device)
-    S = state
-    for c in range(nc):
-        if checkpoints is not None:
-            checkpoints[c] = S
-        u = u0[:, c] - w[:, c] @ S
-        o[:, c] = q_decayed[:, c] @ S + qk[:, c] @ u
-        S = end_decay[:, c, None, None] * S + k_to_end[:, c].transpose(-1, -2) @ u
-    return o.reshape(hv, nc * C, Vd)[:, :L].transpose(0, 1), S
+    C = plan.chunk_size
+    seqlens = torch.tensor(plan.seqlens, dtype=torch.long)
+    nchunks = (seqlens + C - 1) // C
+    cu = plan.cu_seqlens_cpu.long()
+    offs = plan.chunk_offsets_cpu.long()
+    chunk_seq = torch.repeat_interleave(torch.arange(plan.num_seqs), nchunks)
+    chunk_pos = torch.arange(plan.num_chunks) - offs[chunk_seq]
+    tok = (cu[chunk_seq] + chunk_pos * C)[:, None] + torch.arange(C)
+    valid = tok < cu[chunk_seq + 1][:, None]
+    tok = torch.where(valid, tok, 0)
+    max_nc = int(nchunks.max()) if plan.num_seqs else 0
+    walk = [torch.nonzero(nchunks > j).flatten().to(device) for j in range(max_nc)]
+    return tok.to(device), valid.to(device), walk
 
 
 def _host_list(x: torch.Tensor | None, n: int, default) -> list:
@@ -113,44 +69,79 @@ def prefill_reference(
     plan: PrefillPlan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
     null_slot: int | None, checkpoints: torch.Tensor | None,
 ) -> None:
-    """Reference backend for :func:`qla_serve.gdn_prefill` (validated 3-D inputs; writes out, pool)."""
-    n = plan.num_seqs
-    slots = _host_list(state_indices, n, -1)
-    has_init = _host_list(has_initial_state, n, True)
-    hv = v.shape[1]
-    Kd, Vd = k.shape[-1], v.shape[-1]
-    finals: list[tuple[int, torch.Tensor]] = []
-    cu = plan.cu_seqlens_cpu.tolist()
-    offs = plan.chunk_offsets_cpu.tolist()
-    for i in range(n):
-        a, b = cu[i], cu[i + 1]
-        slot = slots[i]
-        skip = slot < 0 or (null_slot is not None and slot == null_slot)
-        if skip:
-            out[a:b].zero_()
+    """Reference backend for :func:`qla_serve.gdn_prefill` (validated 3-D inputs; writes out, pool).
+
+    All chunks of all sequences are packed into one [NT, HV, C, ...] batch for the intra-chunk
+    algebra; the serial state walk then advances every sequence's j-th chunk together.
+    """
+    dev, C, N, NT = q.device, plan.chunk_size, plan.num_seqs, plan.num_chunks
+    hv, Kd, Vd = v.shape[1], k.shape[-1], v.shape[-1]
+    slots = _host_list(state_indices, N, -1)
+    has_init = _host_list(has_initial_state, N, True)
+    live = [s >= 0 and (null_slot is None or s != null_slot) for s in slots]
+    reads = [i for i in range(N) if live[i] and has_init[i]]
+
+    S = torch.zeros(N, hv, Kd, Vd, device=dev)
+    if reads:
+        rows = torch.tensor([slots[i] for i in reads], device=dev)
+        S[torch.tensor(reads, device=dev)] = pool_to_kv(state_pool[rows], state_layout).float()
+
+    if NT:
+        tok, valid, walk = _chunk_layout(plan, dev)
+        mask = valid.float()
+
+        def packed(x: torch.Tensor) -> torch.Tensor:   # [T, heads, ...] → [NT, HV, C, ...], zero padding
+            y = x[tok].float()
+            y = y * mask.view(NT, C, *([1] * (y.dim() - 2)))
+            if y.dim() == 4 and y.shape[2] != hv:
+                y = y.repeat_interleave(hv // y.shape[2], dim=2)
+            return y.transpose(1, 2)
+
+        qc, kc, vc = packed(q), packed(k), packed(v)          # [NT, HV, C, K|V]
+        if use_qk_l2norm:
+            qc, kc = l2norm(qc), l2norm(kc)
+        qc = qc * scale
+        gamma = packed(g).cumsum(-1)                          # [NT, HV, C]; padding: g = 0, β = 0
+        bc = packed(beta)
+        incl = torch.ones(C, C, dtype=torch.bool, device=dev).tril()
+        diff = gamma.unsqueeze(-1) - gamma.unsqueeze(-2)      # γ_i − γ_j
+        decay = torch.exp(diff.masked_fill(~incl, float("-inf")))        # D_incl, zero above diag
+        strict = decay.masked_fill(torch.eye(C, dtype=torch.bool, device=dev), 0.0)
+        kb = kc * bc.unsqueeze(-1)
+        A = torch.eye(C, device=dev) + (kb @ kc.transpose(-1, -2)) * strict
+        rhs = torch.cat([vc * bc.unsqueeze(-1), kb * torch.exp(gamma).unsqueeze(-1)], dim=-1)
+        sol = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
+        u0, w = sol[..., :Vd], sol[..., Vd:]
+        qk = (qc @ kc.transpose(-1, -2)) * decay
+        q_decayed = qc * torch.exp(gamma).unsqueeze(-1)
+        k_to_end = kc * torch.exp(gamma[..., -1:] - gamma).unsqueeze(-1)
+        end_decay = torch.exp(gamma[..., -1])[..., None, None]
+
+        o = torch.empty(NT, hv, C, Vd, device=dev)
+        offs = plan.chunk_offsets.to(dev).long()
+        for j, seqs in enumerate(walk):
+            ch = offs[seqs] + j
+            Sj = S[seqs]
             if checkpoints is not None:
-                checkpoints[0, offs[i]:offs[i + 1]].zero_()
-            continue
-        if has_init[i]:
-            s0 = pool_to_kv(state_pool[slot], state_layout).float()
-        else:
-            s0 = torch.zeros(hv, Kd, Vd, device=q.device)
-        if b == a:  # an empty sequence carries its state through unchanged
-            finals.append((slot, s0))
-            continue
-        ck = None
-        if checkpoints is not None:
-            ck = torch.empty(offs[i + 1] - offs[i], hv, Kd, Vd, device=q.device)
-        o, s = chunked_sequence(q[a:b], k[a:b], v[a:b], g[a:b], beta[a:b], s0, scale=scale,
-                                use_qk_l2norm=use_qk_l2norm, chunk_size=plan.chunk_size,
-                                checkpoints=ck)
-        out[a:b] = o.to(out.dtype)
-        if ck is not None:
-            checkpoints[0, offs[i]:offs[i + 1]] = kv_to_pool(ck, state_layout).to(checkpoints.dtype)
-        finals.append((slot, s))
-    # States go back only after every sequence has read its own: no read-after-write surprises.
-    for slot, s in finals:
-        state_pool[slot] = kv_to_pool(s, state_layout).to(state_pool.dtype)
+                checkpoints[0, ch] = kv_to_pool(Sj, state_layout).to(checkpoints.dtype)
+            u = u0[ch] - w[ch] @ Sj
+            o[ch] = q_decayed[ch] @ Sj + qk[ch] @ u
+            S[seqs] = end_decay[ch] * Sj + k_to_end[ch].transpose(-1, -2) @ u
+        o = o.transpose(1, 2).reshape(NT * C, hv, Vd)
+        flat_valid = valid.flatten()
+        out.index_copy_(0, tok.flatten()[flat_valid], o[flat_valid].to(out.dtype))
+
+    cu = plan.cu_seqlens_cpu.tolist()
+    offs_cpu = plan.chunk_offsets_cpu.tolist()
+    for i in range(N):
+        if not live[i]:
+            out[cu[i]:cu[i + 1]].zero_()
+            if checkpoints is not None:
+                checkpoints[0, offs_cpu[i]:offs_cpu[i + 1]].zero_()
+    writes = [i for i in range(N) if live[i]]
+    if writes:
+        rows = torch.tensor([slots[i] for i in writes], device=dev)
+        state_pool[rows] = kv_to_pool(S[torch.tensor(writes, device=dev)], state_layout).to(state_pool.dtype)
 
 
 def decode_reference(
@@ -164,8 +155,9 @@ def decode_reference(
     if null_slot is not None:
         valid &= state_indices != null_slot
     rows = state_indices[valid].long()
-    qf = _expand_heads(q[valid].float(), hv).transpose(0, 1)   # [n, HV, K]
-    kf = _expand_heads(k[valid].float(), hv).transpose(0, 1)
+    rep = hv // q.shape[1]
+    qf = q[valid].float().repeat_interleave(rep, dim=1)          # [n, HV, K]
+    kf = k[valid].float().repeat_interleave(rep, dim=1)
     if use_qk_l2norm:
         qf, kf = l2norm(qf), l2norm(kf)
     S = pool_to_kv(state_pool[rows], state_layout).float()     # [n, HV, K, V]
