@@ -1,0 +1,267 @@
+"""Hopper (sm_90) TileLang GDN prefill: two fused kernels on the engine's state pool.
+
+    kkt_solve.py   per (chunk, value head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
+    fused_fwd.py   per (V block, value head, sequence): state walk + output, state read from and
+                   written to ``state_pool[state_indices[n]]`` in place
+
+Entry points used by :mod:`qla_serve.dispatch`: :func:`why_not` and :func:`gdn_prefill_hopper`.
+Warm-up (``qla-serve warmup``): :func:`variants_for_heads` lists the compile-time variants a model
+needs and :func:`warmup` compiles them (into this process's cache and TileLang's disk cache).
+
+Compile-time choices (a *variant*): H, HV, K, V, input dtype, pool dtype, state layout,
+in-kernel q/k l2norm, whether ``has_initial_state`` is given, the V-block width, the scale.
+Sequence lengths, the number of sequences, strides and the pool's row count are dynamic.
+Per-batch choices (the V-block width) come from the host plan (:func:`plan_hopper`): a call with a
+plan reads nothing back from the device.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import torch
+
+CHUNK = 64
+SUPPORTED_DK = (128,)
+SUPPORTED_DV = (128,)
+IN_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+POOL_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+BLOCK_V_CHOICES = (128, 64)
+
+_lock = threading.Lock()
+_kernels: dict[tuple, Any] = {}
+compile_count = 0          # number of TileLang compiles done by this process (tests read it)
+
+
+# ----------------------------------------------------------------------------------------------
+# Variants and compilation
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compile-time configuration of the prefill (both kernels)."""
+
+    num_k_heads: int
+    num_v_heads: int
+    head_k_dim: int = 128
+    head_v_dim: int = 128
+    dtype: str = "bfloat16"            # q/k/v/out
+    pool_dtype: str = "float32"
+    state_layout: str = "vk"
+    use_qk_l2norm: bool = False
+    has_initial_state: bool = True     # a has_initial_state tensor is passed
+    block_v: int = 128
+    scale: float | None = None         # None: head_k_dim ** -0.5
+
+    def resolved_scale(self) -> float:
+        return float(self.head_k_dim ** -0.5 if self.scale is None else self.scale)
+
+
+def _target() -> str | None:
+    return os.environ.get("TILELANG_DEFAULT_TARGET") or None
+
+
+def _compile(prim_func, pass_configs) -> Any:
+    import tilelang
+
+    global compile_count
+    kwargs = {"pass_configs": pass_configs}
+    target = _target()
+    if target is not None:
+        kwargs["target"] = target
+    kernel = tilelang.compile(prim_func, **kwargs)
+    compile_count += 1
+    return kernel
+
+
+def _get(key: tuple, build) -> Any:
+    kern = _kernels.get(key)
+    if kern is not None:
+        return kern
+    with _lock:
+        kern = _kernels.get(key)
+        if kern is None:
+            kern = build()
+            _kernels[key] = kern
+    return kern
+
+
+def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool):
+    from . import kkt_solve
+
+    key = ("kkt", H, HV, K, dtype, bool(use_qk_l2norm))
+    return _get(key, lambda: _compile(kkt_solve.build_kkt_solve(H, HV, K, dtype, bool(use_qk_l2norm)),
+                                      kkt_solve.PASS_CONFIGS))
+
+
+def fwd_kernel(var: Variant):
+    from . import fused_fwd
+
+    scale = var.resolved_scale()
+    key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
+           var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
+           bool(var.has_initial_state), scale)
+    return _get(key, lambda: _compile(
+        fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
+                                  var.block_v, var.dtype, var.pool_dtype, var.state_layout,
+                                  bool(var.use_qk_l2norm), bool(var.has_initial_state), scale),
+        fused_fwd.PASS_CONFIGS))
+
+
+def variants_for_heads(
+    num_k_heads: int, num_v_heads: int, *, head_k_dim: int = 128, head_v_dim: int = 128,
+    dtypes: Sequence[str] = ("bfloat16",), pool_dtypes: Sequence[str] = ("float32", "bfloat16"),
+    state_layouts: Sequence[str] = ("vk",), use_qk_l2norm: Sequence[bool] = (False, True),
+    has_initial_state: Sequence[bool] = (True, False), block_v: Sequence[int] = BLOCK_V_CHOICES,
+    scale: float | None = None,
+) -> list[Variant]:
+    """Every variant a model with these head counts can hit (narrow the axes to what the engine
+    uses: vLLM passes has_initial_state and l2-normalises q/k itself; SGLang passes no
+    has_initial_state and asks for in-kernel l2norm; the pool dtype is the engine's ssm dtype)."""
+    return [Variant(num_k_heads, num_v_heads, head_k_dim, head_v_dim, dt, pdt, lay, bool(l2), bool(hi), bv, scale)
+            for dt in dtypes for pdt in pool_dtypes for lay in state_layouts for l2 in use_qk_l2norm
+            for hi in has_initial_state for bv in block_v]
+
+
+def warmup(variants: Iterable[Variant], log=print) -> dict[str, float]:
+    """Compile every variant (both kernels) now; returns seconds per kernel key. A compile that TileLang
+    finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load."""
+    times: dict[str, float] = {}
+    for var in variants:
+        for what, fn in (("kkt", lambda: kkt_kernel(var.num_k_heads, var.num_v_heads, var.head_k_dim,
+                                                         var.dtype, var.use_qk_l2norm)),
+                         ("fwd", lambda: fwd_kernel(var))):
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            name = f"{what} {var}"
+            if name not in times:
+                times[name] = dt
+                if log is not None and dt > 0.01:
+                    log(f"qla-serve warmup: {what} H={var.num_k_heads} HV={var.num_v_heads} {var.dtype} "
+                        f"pool={var.pool_dtype} {var.state_layout} l2norm={var.use_qk_l2norm} "
+                        f"has_init={var.has_initial_state} BV={var.block_v}: {dt:.1f} s")
+    return times
+
+
+# ----------------------------------------------------------------------------------------------
+# Host plan
+
+
+_sm_count: dict[int, int] = {}
+
+
+def _num_sms(device: torch.device) -> int:
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _sm_count:
+        _sm_count[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _sm_count[idx]
+
+
+def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
+    """Host-only variant choice for a batch, stored in ``plan.kernel_data`` (keyed by HV and V).
+
+    V-block width: 128 when sequences × heads fill the chip, else 64 (twice the CTAs on the
+    serial chain). Reads only host fields of the plan.
+    """
+    key = ("hopper", num_v_heads, head_v_dim)
+    got = plan.kernel_data.get(key)
+    if got is not None:
+        return got
+    sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
+    # Count only sequences long enough to matter: a 1-token sequence is no serial chain.
+    ctas = plan.num_seqs * num_v_heads
+    block_v = 128 if ctas >= sms or head_v_dim % 64 else 64
+    got = {"block_v": block_v}
+    plan.kernel_data[key] = got
+    return got
+
+
+# ----------------------------------------------------------------------------------------------
+# Dispatch entry points
+
+
+def why_not(call: dict[str, Any]) -> str | None:
+    """Reason this call cannot run on the Hopper kernels, or None."""
+    q, v, pool = call["q"], call["v"], call["state_pool"]
+    Kd, Vd = q.shape[-1], v.shape[-1]
+    if Kd not in SUPPORTED_DK:
+        return f"the Hopper kernel needs head_k_dim 128, got {Kd}"
+    if Vd not in SUPPORTED_DV:
+        return f"the Hopper kernel needs head_v_dim 128, got {Vd}"
+    if q.dtype not in IN_DTYPES:
+        return f"the Hopper kernel needs bf16 or fp16 q/k/v, got {q.dtype}"
+    if pool.dtype not in POOL_DTYPES:
+        return f"the Hopper kernel needs an fp32, bf16 or fp16 state pool, got {pool.dtype}"
+    if call.get("checkpoints") is not None:
+        return "the Hopper kernel does not write per-chunk checkpoints yet"
+    if call.get("state_layout", "vk") not in ("vk", "kv"):
+        return f"unknown state_layout {call.get('state_layout')!r}"
+    for name in ("g", "beta"):
+        x = call.get(name)
+        if x is not None and x.numel() and x.stride(-1) != 1:
+            return f"the Hopper kernel needs {name} with a contiguous last dim"
+    out = call.get("out")
+    if out is not None and out.numel() and (out.stride(-1) != 1 or out.stride(-2) != Vd):
+        return "the Hopper kernel needs out rows [HV, V] contiguous"
+    for name in ("q", "k"):
+        x = call.get(name)
+        if x is not None and x.numel() and x.stride(-2) != Kd:
+            return f"the Hopper kernel needs {name} heads packed (stride(-2) == K)"
+    if v.numel() and v.stride(-2) != Vd:
+        return "the Hopper kernel needs v heads packed (stride(-2) == V)"
+    if pool.shape[0] >= 2**31 or pool.stride(0) >= 2**31:
+        return "state_pool too large for 32-bit row indexing"
+    return None
+
+
+def _scalar_stride(x: torch.Tensor) -> torch.Tensor:
+    """A [T, ...] view whose token stride is valid for TileLang even when T <= 1."""
+    return x
+
+
+def gdn_prefill_hopper(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
+    state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
+    plan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
+    null_slot: int | None, checkpoints: torch.Tensor | None = None,
+) -> None:
+    """Run the prefill on validated inputs (see :func:`qla_serve.gdn_prefill`); fills ``out`` and
+    updates ``state_pool`` rows in place. No device→host sync."""
+    if checkpoints is not None:
+        raise NotImplementedError("checkpoints: see why_not")
+    T_, H, Kd = q.shape
+    HV, Vd = v.shape[1], v.shape[2]
+    N = plan.num_seqs
+    if N == 0:
+        return
+    choice = plan_hopper(plan, HV, Vd)
+    dtype = IN_DTYPES[q.dtype]
+    var = Variant(H, HV, Kd, Vd, dtype, POOL_DTYPES[state_pool.dtype], state_layout, bool(use_qk_l2norm),
+                  has_initial_state is not None, choice["block_v"], float(scale))
+    kkt = kkt_kernel(H, HV, Kd, dtype, bool(use_qk_l2norm))
+    fwd = fwd_kernel(var)
+
+    dev = q.device
+    idx = state_indices if state_indices.dtype == torch.int32 else state_indices.to(torch.int32)
+    if has_initial_state is None:
+        hinit = idx.view(torch.uint8)[:N]            # not read by the variant without the flag
+    else:
+        hinit = has_initial_state.view(torch.uint8)
+    cu = plan.cu_seqlens
+    if T_ > 0:
+        gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
+        a = torch.empty(T_, HV, CHUNK, dtype=q.dtype, device=dev)
+        if plan.num_chunks > 0:
+            kkt(k, g, beta, cu, plan.chunk_indices, gcum, a)
+    else:
+        # No tokens: dummy 1-row buffers (no chunk reads them) keep every shape non-empty.
+        q = k = torch.zeros(1, H, Kd, dtype=q.dtype, device=dev)
+        v = torch.zeros(1, HV, Vd, dtype=v.dtype, device=dev)
+        out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
+        gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
+        a = torch.zeros(1, HV, CHUNK, dtype=q.dtype, device=dev)
+    fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, -1 if null_slot is None else int(null_slot))

@@ -1,0 +1,366 @@
+"""GDN prefill kernels on one GPU: QLA (TileLang, pool by index) vs FLA Triton vs FlashQLA 0.1.3
+(vs FlashInfer's gdn_prefill when importable).
+
+(a) kernel time: metadata cached (QLA plan; FLA chunk_indices + cu_seqlens_cpu; FlashQLA cp_context),
+    initial/final states as each library wants them (FLA/FlashQLA: a dense [N, HV, V, K] fp32 h0);
+(b) serving path: a fresh cu_seqlens every call, states living in a pool [slots, HV, V, K] fp32:
+    QLA plans on the host and reads/writes the pool in place; the others pay the gather
+    (h0 = pool[idx]) and the scatter (pool[idx] = ht).
+Times are do_bench medians (ms). Writes kernels.json, kernels.md and kernels.png into $OUT (or --out).
+
+    FLA_FLASH_QLA=0 python bench_serving/kernels.py [--quick] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+os.environ.setdefault("FLA_FLASH_QLA", "0")       # FLA must not dispatch to FlashQLA
+
+import torch  # noqa: E402
+
+HEADS = [(16, 32), (16, 64), (16, 48), (8, 32), (4, 16), (2, 8)]
+SEQLENS = {
+    "1x32768": [32768],
+    "1x8192": [8192],
+    "1x2048": [2048],
+    "16384+16384": [16384, 16384],
+    "8192x4": [8192] * 4,
+    "1024x8": [1024] * 8,
+    "16x512": [512] * 16,
+    "64x128": [128] * 64,
+    "7000+600+300+200+92": [7000, 600, 300, 200, 92],
+    "256x1+4096": [1] * 256 + [4096],
+}
+K = V = 128
+
+
+def versions() -> dict:
+    out = {"torch": torch.__version__, "python": platform.python_version(),
+           "cuda": torch.version.cuda}
+    for name in ("tilelang", "fla", "flash_qla", "flashinfer", "triton"):
+        try:
+            mod = __import__(name)
+            out[name] = getattr(mod, "__version__", "?")
+        except Exception as exc:  # noqa: BLE001
+            out[name] = None if isinstance(exc, ImportError) else f"import failed: {exc!r}"[:120]
+    import subprocess
+    try:
+        out["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                       capture_output=True, text=True).stdout.strip()
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def bench(fn, warmup=5, rep=40) -> float:
+    from triton.testing import do_bench
+    return float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+
+
+def make_inputs(seqlens, H, HV, seed=0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    T, N = sum(seqlens), len(seqlens)
+    dev = "cuda"
+    q = torch.nn.functional.normalize(torch.randn(T, H, K, device=dev, generator=gen), dim=-1).bfloat16()
+    k = torch.nn.functional.normalize(torch.randn(T, H, K, device=dev, generator=gen), dim=-1).bfloat16()
+    v = torch.randn(T, HV, V, device=dev, generator=gen).bfloat16()
+    g = torch.nn.functional.logsigmoid(torch.randn(T, HV, device=dev, generator=gen) + 2.0)  # ≈ −0.1 typical
+    beta = torch.rand(T, HV, device=dev, generator=gen)
+    pool = torch.randn(N + 1, HV, V, K, device=dev, generator=gen) * 0.1
+    idx = torch.arange(1, N + 1, dtype=torch.int32, device=dev)
+    cu_cpu = torch.tensor([0] + torch.tensor(seqlens).cumsum(0).tolist(), dtype=torch.int32)
+    return dict(q=q, k=k, v=v, g=g, beta=beta, pool=pool, idx=idx, cu_cpu=cu_cpu, N=N, T=T)
+
+
+# ---------------------------------------------------------------------------------------------- QLA
+
+def qla_fns(x):
+    import qla_serve
+
+    plan = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()))
+    out = torch.empty_like(x["v"])
+    hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
+
+    def kernel():
+        qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+                              state_indices=x["idx"], cu_seqlens=plan.cu_seqlens, has_initial_state=hinit,
+                              plan=plan, out=out, null_slot=0)
+
+    def serving():
+        p = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()))          # host metadata → fresh tables
+        qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+                              state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
+                              plan=p, out=out, null_slot=0)
+    return kernel, serving
+
+
+# ---------------------------------------------------------------------------------------------- FLA
+
+def fla_fns(x):
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+    from fla.ops.utils.index import prepare_chunk_indices
+
+    cu = x["cu_cpu"].long().cuda()
+    ci = prepare_chunk_indices(cu, 64, cu_seqlens_cpu=x["cu_cpu"].long())
+    h0 = x["pool"][x["idx"].long()].clone()
+    q, k, v, g, b = (t.unsqueeze(0) for t in (x["q"], x["k"], x["v"], x["g"], x["beta"]))
+
+    def kernel():
+        chunk_gated_delta_rule(q, k, v, g, b, initial_state=h0, output_final_state=True, state_v_first=True,
+                               cu_seqlens=cu, cu_seqlens_cpu=x["cu_cpu"].long(), chunk_indices=ci)
+
+    def serving():
+        cu_new = x["cu_cpu"].long().pin_memory().cuda(non_blocking=True)
+        idx = x["idx"].long()
+        init = x["pool"][idx]
+        o, ht = chunk_gated_delta_rule(q, k, v, g, b, initial_state=init, output_final_state=True,
+                                       state_v_first=True, cu_seqlens=cu_new)
+        x["pool"][idx] = ht.to(x["pool"].dtype)
+    return kernel, serving
+
+
+# ---------------------------------------------------------------------------------------------- FlashQLA
+
+def flashqla_fns(x):
+    import flash_qla
+    from flash_qla.ops.gated_delta_rule.chunk import _auto_intra_cp_context
+
+    cu = x["cu_cpu"].long().cuda()
+    q, k, v, g, b = (t.unsqueeze(0) for t in (x["q"], x["k"], x["v"], x["g"], x["beta"]))
+    h0 = x["pool"][x["idx"].long()].clone()
+    ctx = _auto_intra_cp_context(k, v, cu, 64, True, False)
+
+    def kernel():
+        flash_qla.chunk_gated_delta_rule(q, k, v, g, b, initial_state=h0, output_final_state=True,
+                                         cu_seqlens=cu, state_v_first=True, cp_context=ctx)
+
+    def serving():
+        cu_new = x["cu_cpu"].long().pin_memory().cuda(non_blocking=True)
+        idx = x["idx"].long()
+        init = x["pool"][idx]
+        o, ht = flash_qla.chunk_gated_delta_rule(q, k, v, g, b, initial_state=init, output_final_state=True,
+                                                 cu_seqlens=cu_new, state_v_first=True)
+        x["pool"][idx] = ht.to(x["pool"].dtype)
+    return kernel, serving
+
+
+# ---------------------------------------------------------------------------------------------- FlashInfer
+
+def flashinfer_fns(x):
+    from flashinfer.gdn_prefill import chunk_gated_delta_rule as fi_gdn
+
+    cu = x["cu_cpu"].long().cuda()
+    h0 = x["pool"][x["idx"].long()].clone()
+
+    def kernel():
+        fi_gdn(x["q"], x["k"], x["v"], g=torch.exp(x["g"]), beta=x["beta"], initial_state=h0,
+               output_final_state=True, cu_seqlens=cu, use_qk_l2norm_in_kernel=False)
+
+    def serving():
+        cu_new = x["cu_cpu"].long().pin_memory().cuda(non_blocking=True)
+        idx = x["idx"].long()
+        o, ht = fi_gdn(x["q"], x["k"], x["v"], g=torch.exp(x["g"]), beta=x["beta"],
+                       initial_state=x["pool"][idx], output_final_state=True, cu_seqlens=cu_new,
+                       use_qk_l2norm_in_kernel=False)
+        x["pool"][idx] = ht
+    return kernel, serving
+
+
+BACKENDS = {"qla": qla_fns, "fla": fla_fns, "flashqla": flashqla_fns, "flashinfer": flashinfer_fns}
+
+
+# ---------------------------------------------------------------------------------------------- accuracy
+
+def accuracy(seqlens=(512, 300, 77), H=2, HV=8, seed=3) -> dict:
+    """Relative L2 error of o and final state vs an fp64 token recurrence (on the GPU), same inputs."""
+    x = make_inputs(list(seqlens), H, HV, seed)
+    x["g"] = -torch.rand_like(x["g"]) * 2.0
+    x["pool"].normal_()
+    cu = x["cu_cpu"].tolist()
+    rep = HV // H
+    qd, kd = (t.double().repeat_interleave(rep, 1) for t in (x["q"], x["k"]))
+    vd, gd, bd = x["v"].double(), x["g"].double(), x["beta"].double()
+    o_ref = torch.zeros_like(vd)
+    s_ref = []
+    for i in range(len(seqlens)):
+        S = x["pool"][x["idx"][i]].double().transpose(-1, -2).clone()   # [HV, K, V]
+        for t in range(cu[i], cu[i + 1]):
+            S = S * torch.exp(gd[t])[:, None, None]
+            u = bd[t][:, None] * (vd[t] - torch.einsum("hkv,hk->hv", S, kd[t]))
+            S = S + kd[t][:, :, None] * u[:, None, :]
+            o_ref[t] = (K ** -0.5) * torch.einsum("hkv,hk->hv", S, qd[t])
+        s_ref.append(S.transpose(-1, -2))
+    s_ref = torch.stack(s_ref)
+
+    def rel(a, b):
+        return float((a.double() - b).norm() / b.norm())
+
+    res = {}
+    pool0 = x["pool"].clone()
+    for name, mk in BACKENDS.items():
+        try:
+            x["pool"].copy_(pool0)
+            if name == "qla":
+                import qla_serve
+                out = torch.full_like(x["v"], float("nan"))
+                plan = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()))
+                qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+                                      state_indices=x["idx"], cu_seqlens=plan.cu_seqlens, plan=plan, out=out,
+                                      has_initial_state=torch.ones(x["N"], dtype=torch.bool, device="cuda"))
+                ht = x["pool"][x["idx"].long()]
+            else:
+                cu_d = x["cu_cpu"].long().cuda()
+                q, k, v, g, b = (t.unsqueeze(0) for t in (x["q"], x["k"], x["v"], x["g"], x["beta"]))
+                h0 = x["pool"][x["idx"].long()].clone()
+                if name == "fla":
+                    from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
+                    out, ht = f(q, k, v, g, b, initial_state=h0, output_final_state=True, state_v_first=True,
+                                cu_seqlens=cu_d)
+                elif name == "flashqla":
+                    import flash_qla
+                    out, ht = flash_qla.chunk_gated_delta_rule(q, k, v, g, b, initial_state=h0,
+                                                               output_final_state=True, cu_seqlens=cu_d,
+                                                               state_v_first=True)
+                else:
+                    from flashinfer.gdn_prefill import chunk_gated_delta_rule as fi
+                    out, ht = fi(x["q"], x["k"], x["v"], g=torch.exp(x["g"]), beta=x["beta"], initial_state=h0,
+                                 output_final_state=True, cu_seqlens=cu_d)
+                out = out.reshape(o_ref.shape)
+            res[name] = {"o_err": rel(out, o_ref), "state_err": rel(ht, s_ref)}
+        except Exception as exc:  # noqa: BLE001
+            res[name] = {"error": repr(exc)[:200]}
+    return res
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
+    ap.add_argument("--quick", action="store_true", help="two head configs, four length mixes")
+    ap.add_argument("--backends", default="qla,fla,flashqla,flashinfer")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting rows after this many seconds")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    t_start = time.time()
+    heads = HEADS[:2] if args.quick else HEADS
+    mixes = {k: SEQLENS[k] for k in (["1x8192", "8192x4", "64x128", "256x1+4096"] if args.quick else SEQLENS)}
+    backends = [b for b in args.backends.split(",") if b]
+    usable = {}
+    for b in backends:
+        try:
+            {"qla": lambda: __import__("qla_serve.kernels.hopper"), "fla": lambda: __import__("fla"),
+             "flashqla": lambda: __import__("flash_qla"), "flashinfer": lambda: __import__("flashinfer.gdn_prefill")}[b]()
+            usable[b] = BACKENDS[b]
+        except Exception as exc:  # noqa: BLE001
+            print(f"[bench] {b} not usable: {exc!r}"[:200])
+    result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
+              "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
+              "env": {"FLA_FLASH_QLA": os.environ.get("FLA_FLASH_QLA")}}
+    t0 = time.time()
+    try:
+        result["accuracy"] = accuracy()
+    except Exception as exc:  # noqa: BLE001
+        result["accuracy"] = {"error": repr(exc)[:300]}
+    print("[bench] accuracy", json.dumps(result["accuracy"]), f"{time.time() - t0:.1f}s", flush=True)
+
+    def dump():
+        with open(os.path.join(args.out, "kernels.json"), "w") as f:
+            json.dump(result, f, indent=1)
+
+    for H, HV in heads:
+        for mix, seqlens in mixes.items():
+            if time.time() - t_start > args.budget_s:
+                print(f"[bench] budget reached, skipping {H}/{HV} {mix}")
+                continue
+            x = make_inputs(seqlens, H, HV)
+            row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens}
+            for name in BACKENDS:
+                row[f"{name}_ms"] = None
+                row[f"{name}_serving_ms"] = None
+            for name, mk in usable.items():
+                try:
+                    kernel, serving = mk(x)
+                    kernel(); serving(); torch.cuda.synchronize()     # compile / autotune outside timing
+                    row[f"{name}_ms"] = bench(kernel)
+                    row[f"{name}_serving_ms"] = bench(serving)
+                except Exception as exc:  # noqa: BLE001
+                    row[f"{name}_error"] = repr(exc)[:200]
+                    print(f"[bench] {name} {H}/{HV} {mix}: {exc!r}"[:300], flush=True)
+            del x
+            torch.cuda.empty_cache()
+            fq, q = row.get("flashqla_ms"), row.get("qla_ms")
+            fqs, qs = row.get("flashqla_serving_ms"), row.get("qla_serving_ms")
+            row["qla_over_flashqla"] = (q / fq) if q and fq else None
+            row["flashqla_serving_over_qla_serving"] = (fqs / qs) if qs and fqs else None
+            result["rows"].append(row)
+            dump()
+            print(f"[bench] {H}/{HV} {mix}: " + " ".join(
+                f"{n}={row[f'{n}_ms']:.3f}/{row[f'{n}_serving_ms']:.3f}" for n in usable
+                if row.get(f"{n}_ms") is not None and row.get(f"{n}_serving_ms") is not None), flush=True)
+    result["wall_s"] = time.time() - t_start
+    dump()
+    write_markdown(result, os.path.join(args.out, "kernels.md"))
+    try:
+        plot(result, os.path.join(args.out, "kernels.png"))
+    except Exception as exc:  # noqa: BLE001
+        print("[bench] plot failed:", exc)
+    print(open(os.path.join(args.out, "kernels.md")).read())
+
+
+def _f(x):
+    return "—" if x is None else f"{x:.3f}"
+
+
+def write_markdown(result, path):
+    lines = [f"GPU: {result['gpu']}  ", f"versions: {json.dumps(result['versions'])}  ",
+             f"command: `{result['command']}`  ", "ms, do_bench median. kernel = cached metadata; serving = fresh "
+             "cu_seqlens + states in a pool (others gather/scatter).", "",
+             "| heads | seqlens | QLA | FLA | FlashQLA | FlashInfer | QLA/FlashQLA | QLA serving | FLA serving | "
+             "FlashQLA serving | FlashInfer serving | FlashQLA serving / QLA serving |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        lines.append("| " + " | ".join([r["heads"], r["mix"], _f(r["qla_ms"]), _f(r["fla_ms"]), _f(r["flashqla_ms"]),
+                                         _f(r["flashinfer_ms"]), _f(r["qla_over_flashqla"]), _f(r["qla_serving_ms"]),
+                                         _f(r["fla_serving_ms"]), _f(r["flashqla_serving_ms"]),
+                                         _f(r["flashinfer_serving_ms"]),
+                                         _f(r["flashqla_serving_over_qla_serving"])]) + " |")
+    acc = result.get("accuracy", {})
+    lines += ["", "Accuracy vs fp64 token recurrence (H/HV 2/8, seqlens 512+300+77, gates U(−2, 0)):", ""]
+    for n, a in acc.items():
+        lines.append(f"- {n}: {json.dumps(a)}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def plot(result, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = result["rows"]
+    labels = [f"{r['heads']}\n{r['mix']}" for r in rows]
+    fig, axes = plt.subplots(2, 1, figsize=(max(12, len(rows) * 0.45), 9))
+    for ax, suffix, title in ((axes[0], "_ms", "kernel (cached metadata)"),
+                              (axes[1], "_serving_ms", "serving path (fresh metadata, pooled states)")):
+        w = 0.2
+        for j, name in enumerate(("qla", "fla", "flashqla", "flashinfer")):
+            vals = [r.get(name + suffix) or 0.0 for r in rows]
+            if any(vals):
+                ax.bar([i + (j - 1.5) * w for i in range(len(rows))], vals, w, label=name)
+        ax.set_yscale("log")
+        ax.set_ylabel("ms")
+        ax.set_title(title)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(labels, fontsize=6, rotation=90)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
