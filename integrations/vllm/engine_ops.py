@@ -1,0 +1,134 @@
+"""vLLM's own per-platform pieces the adapter calls around the qla-serve op (no math here).
+
+Everything that depends on the platform (CUDA vs vLLM's CPU build) or on the vLLM release lives
+in this file, so ``layer.py`` reads as one sequence: vLLM's convolution → vLLM's gating prep →
+``qla_serve.gdn_prefill`` on vLLM's state cache.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from vllm.model_executor.layers.mamba.mamba_utils import is_conv_state_dim_first
+from vllm.platforms import current_platform
+
+IS_CPU = current_platform.is_cpu()
+IS_CUDA = current_platform.is_cuda()
+
+
+def platform_why_not(layer) -> str | None:
+    """Why the adapter cannot drive this platform/release (``None``: it can)."""
+    if IS_CUDA:
+        return None
+    if IS_CPU:
+        from vllm.model_executor.layers.mamba.ops.cpu import gdn_attention as cpu_gdn
+
+        if not hasattr(cpu_gdn, "_causal_conv1d_fwd_cpu"):
+            return "this vLLM CPU build predates the CPU conv helpers the adapter uses (needs vLLM ≥ 0.32 on CPU)"
+        width = layer.conv1d.weight.size(-1)
+        conv = layer.kv_cache[0]
+        state_len = conv.size(-1) if is_conv_state_dim_first() else conv.size(-2)
+        if state_len > width - 1:
+            return "speculative decoding is configured (wide conv-state buffer): vLLM's CPU path handles it"
+        return None
+    return f"platform {current_platform.device_name!r} is not supported by the adapter (CUDA or CPU)"
+
+
+# ----------------------------------------------------------------------------------------------
+# vLLM's whole GDN core (decode, spec verify, profiling, and fallback)
+# ----------------------------------------------------------------------------------------------
+def engine_forward_core(layer, parent_forward_core, mixed_qkv, b, a, core_attn_out) -> None:
+    """Run vLLM's own GDN core for this layer, exactly as vLLM would without the plugin."""
+    if IS_CPU:
+        from vllm.model_executor.layers.mamba.ops.cpu.gdn_attention import cpu_gdn_attention_core
+
+        cpu_gdn_attention_core(mixed_qkv, b, a, core_attn_out, layer.prefix)
+    else:
+        parent_forward_core(mixed_qkv=mixed_qkv, b=b, a=a, core_attn_out=core_attn_out)
+
+
+# ----------------------------------------------------------------------------------------------
+# Host-side metadata for the prefill slice (built once per step by the metadata builder)
+# ----------------------------------------------------------------------------------------------
+def conv_metadata(cu_seqlens_cpu: torch.Tensor, device: torch.device) -> Any:
+    """vLLM's Triton causal-conv tables for the prefill slice (CUDA only; CPU needs none)."""
+    if device.type != "cuda":
+        return None
+    from vllm.v1.attention.backends.utils import compute_causal_conv1d_metadata
+
+    nums_dict, batch_ptr, token_chunk_offset_ptr = compute_causal_conv1d_metadata(cu_seqlens_cpu, device=device)
+    return SimpleNamespace(nums_dict=nums_dict, batch_ptr=batch_ptr, token_chunk_offset_ptr=token_chunk_offset_ptr)
+
+
+# ----------------------------------------------------------------------------------------------
+# Prefill inputs: vLLM's causal conv (updates vLLM's conv state in place) and gating prep
+# ----------------------------------------------------------------------------------------------
+def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices: torch.Tensor,
+                 has_initial_state: torch.Tensor, conv_md: Any) -> torch.Tensor:
+    """``x [T, conv_dim]`` → conv output ``[T, conv_dim]`` with vLLM's kernel for this platform."""
+    weight = layer.conv1d.weight
+    if IS_CPU:
+        from vllm.model_executor.layers.mamba.ops.cpu import gdn_attention as cpu_gdn
+
+        conv_state = layer.kv_cache[0]
+        # Same predicate vLLM's CPU build packs the conv weight on at load time.
+        if torch.cpu._is_avx512_bf16_supported() or cpu_gdn.is_arm_bf16():
+            if not is_conv_state_dim_first():
+                conv_state = conv_state.transpose(1, 2)
+            out = cpu_gdn._causal_conv1d_fwd_cpu(
+                x=x.transpose(0, 1), weight=weight, bias=layer.conv1d.bias, conv_states=conv_state,
+                query_start_loc=cu_seqlens, cache_indices=state_indices,
+                has_initial_state=has_initial_state, silu_activation=layer.activation == "silu",
+                is_weight_packed=True)
+        else:
+            if not is_conv_state_dim_first():
+                conv_state = conv_state.transpose(-1, -2)
+            out = cpu_gdn.causal_conv1d_torch(
+                x=x.transpose(0, 1), weight=weight.view(weight.size(0), weight.size(2)),
+                bias=layer.conv1d.bias, conv_states=conv_state, query_start_loc=cu_seqlens,
+                cache_indices=state_indices, has_initial_state=has_initial_state,
+                activation=layer.activation)
+        return out.transpose(0, 1)
+
+    from vllm.model_executor.layers.mamba.ops.causal_conv1d import causal_conv1d_fn
+
+    conv_state = layer.kv_cache[0] if is_conv_state_dim_first() else layer.kv_cache[0].transpose(-1, -2)
+    return causal_conv1d_fn(
+        x.transpose(0, 1), weight.view(weight.size(0), weight.size(2)), layer.conv1d.bias,
+        activation=layer.activation, conv_states=conv_state, has_initial_state=has_initial_state,
+        cache_indices=state_indices, query_start_loc=cu_seqlens, metadata=conv_md,
+    ).transpose(0, 1)
+
+
+def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+    """vLLM's own prep → ``(q, k, v, g, beta, l2norm_in_op)``; q/k/v are views with contiguous rows."""
+    if IS_CPU:
+        from vllm import _custom_ops as ops
+
+        q, k, v = layer.rearrange_mixed_qkv(conv_out)  # [1, T, H, K] views of one buffer
+        g, beta = ops.fused_gdn_gating_cpu(A_log=layer.A_log, a=a.contiguous(), b=b.contiguous(),
+                                           dt_bias=layer.dt_bias)
+        return q, k, v, g, beta, True  # vLLM's CPU kernel l2-normalises q, k inside: so does qla
+
+    from vllm.third_party.flash_linear_attention.ops import fused_post_conv_prep
+
+    q, k, v, g, beta = fused_post_conv_prep(
+        conv_output=conv_out, a=a, b=b, A_log=layer.A_log, dt_bias=layer.dt_bias,
+        num_k_heads=layer.num_k_heads // layer.tp_size, head_k_dim=layer.head_k_dim,
+        head_v_dim=layer.head_v_dim, apply_l2norm=True, output_g_exp=False)
+    return q, k, v, g, beta, False
+
+
+def state_pool(layer) -> tuple[torch.Tensor, str]:
+    """vLLM's recurrent-state cache for this layer as ``(pool, state_layout)``, no copy.
+
+    CUDA kernels use ``[slots, HV, V, K]``. vLLM's CPU kernels reinterpret the same buffer as
+    ``[slots, HV, K, V]`` (a ``view``, not a transpose), so on CPU the rows are "kv".
+    """
+    ssm = layer.kv_cache[1]
+    if IS_CPU:
+        n, hv, vd, kd = ssm.shape
+        return ssm.view(n, hv, kd, vd), "kv"
+    return ssm, "vk"

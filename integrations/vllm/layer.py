@@ -1,0 +1,210 @@
+"""The GDN layer adapter: vLLM's ``QwenGatedDeltaNetAttention`` with its prefill through qla-serve.
+
+Registered with ``QwenGatedDeltaNetAttention.register_oot``; when the run did not select qla-serve
+every method defers to vLLM's layer, so the plugin changes nothing.
+
+When selected, one seam splits each step of a GDN layer (``_forward_core``):
+
+* decode, speculative verify, profiling runs → vLLM's own core, untouched;
+* a batch with prefills → its decode tokens (vLLM puts them first) through vLLM's own core on a
+  decode-only view of the metadata, then the prefill tokens: vLLM's causal conv and gating prep,
+  and ``qla_serve.gdn_prefill`` reading and writing vLLM's state cache in place by
+  ``prefill_state_indices`` (``prefill_has_initial_state``; null block 0 → ``null_slot=0``), with
+  a plan the metadata builder made from vLLM's CPU-side ``query_start_loc`` (no device→host sync).
+
+If qla-serve cannot take a call, the layer runs vLLM's path for it and says why once.
+Set ``QLA_VLLM_TRACE=/path/file`` to make each worker append one JSON line per qla prefill call.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from typing import Any
+
+import torch
+
+from vllm.forward_context import get_forward_context
+from vllm.model_executor.custom_op import op_registry_oot
+from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
+from vllm.v1.attention.backends.gdn_attn import (
+    GDNAttentionBackend,
+    GDNAttentionMetadata,
+    GDNAttentionMetadataBuilder,
+)
+
+from qla_serve import gdn_prefill, plan_prefill
+from qla_serve.plan import PrefillPlan
+
+from . import engine_ops
+from .selection import qla_requested
+
+logger = logging.getLogger("vllm.qla_serve")  # under "vllm" so vLLM's log handler prints it
+
+NULL_BLOCK_ID = 0  # vLLM's null block: the state slot of padding requests
+TRACE_ENV = "QLA_VLLM_TRACE"
+FALLBACK_ENV = "QLA_VLLM_FORCE_FALLBACK"  # run vLLM's own prefill path (debugging, tests)
+_said: set[str] = set()
+
+
+def _say_once(level: int, msg: str, *args: Any) -> None:
+    key = msg % args if args else msg
+    if key not in _said:
+        _said.add(key)
+        logger.log(level, msg, *args)
+
+
+# ----------------------------------------------------------------------------------------------
+# Metadata: vLLM's GDN metadata + the host plan for its prefill slice
+# ----------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class QLAGDNAttentionMetadata(GDNAttentionMetadata):
+    qla_plan: PrefillPlan | None = None     # prefill slice: num_prefills sequences
+    qla_conv_metadata: Any = None           # vLLM's causal-conv tables for the same slice (CUDA)
+
+
+class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
+    """vLLM's builder, plus a qla-serve plan built from the CPU ``query_start_loc`` it already holds."""
+
+    def build(self, common_prefix_len, common_attn_metadata, *args, **kwargs):
+        md = super().build(common_prefix_len, common_attn_metadata, *args, **kwargs)
+        if md.num_prefills == 0 or md.spec_sequence_masks is not None:
+            return md  # decode / spec batches never reach qla-serve
+        qsl_cpu = common_attn_metadata.query_start_loc_cpu
+        device = common_attn_metadata.query_start_loc.device
+        nd, npf = md.num_decodes, md.num_prefills
+        cu_cpu = qsl_cpu[nd: nd + npf + 1] - qsl_cpu[nd]
+        fields = {f.name: getattr(md, f.name) for f in dataclasses.fields(md)}
+        return QLAGDNAttentionMetadata(
+            **fields,
+            qla_plan=plan_prefill(cu_cpu, device=device),
+            qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device),
+        )
+
+
+class QLAGDNAttentionBackend(GDNAttentionBackend):
+    @staticmethod
+    def get_builder_cls() -> type[GDNAttentionMetadataBuilder]:
+        return QLAGDNAttentionMetadataBuilder
+
+
+# ----------------------------------------------------------------------------------------------
+# The layer
+# ----------------------------------------------------------------------------------------------
+class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
+    """vLLM's Qwen GDN layer; with qla-serve selected, its prefill runs through ``gdn_prefill``."""
+
+    def __init__(self, config, vllm_config, *args, **kwargs) -> None:
+        super().__init__(config, vllm_config, *args, **kwargs)
+        self.qla_enabled = qla_requested(vllm_config)
+        self.qla_calls = 0  # prefill calls served by qla-serve in this process
+        if self.qla_enabled:
+            _say_once(logging.INFO, "qla-serve: GDN prefill of %s runs through qla_serve.gdn_prefill "
+                      "(decode and spec verify stay on vLLM's kernels)", type(self).__mro__[1].__name__)
+
+    # vLLM asks each layer for its metadata backend: ours adds the host plan.
+    def get_attn_backend(self):
+        return QLAGDNAttentionBackend if self.qla_enabled else super().get_attn_backend()
+
+    # vLLM's CPU forward calls its CPU op, which never reaches _forward_core; with qla-serve on, use
+    # vLLM's generic forward instead: projections → vllm::qwen_gdn_attention_core → _forward_core.
+    def forward_cpu(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        if not self.qla_enabled:
+            return super().forward_cpu(hidden_states)
+        return self.forward_cuda(hidden_states)
+
+    def _forward_core(self, mixed_qkv, b, a, core_attn_out):
+        if not self.qla_enabled:
+            return super()._forward_core(mixed_qkv=mixed_qkv, b=b, a=a, core_attn_out=core_attn_out)
+        md = _layer_metadata(self.prefix)
+        if md is None or md.num_prefills == 0 or md.spec_sequence_masks is not None:
+            # The seam: decode, speculative verify and profiling stay on vLLM's kernels.
+            return self._vllm_core(mixed_qkv, b, a, core_attn_out)
+        reason = self._qla_why_not(md)
+        if reason is not None:
+            _say_once(logging.WARNING, "qla-serve: GDN prefill falls back to vLLM's own path: %s", reason)
+            return self._vllm_core(mixed_qkv, b, a, core_attn_out)
+        ndt = md.num_decode_tokens
+        if md.num_decodes > 0:
+            self._vllm_decode_part(mixed_qkv, b, a, core_attn_out, md)
+        end = ndt + md.num_prefill_tokens
+        self._qla_prefill(mixed_qkv[ndt:end], b[ndt:end], a[ndt:end], core_attn_out[ndt:end], md)
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def _vllm_core(self, mixed_qkv, b, a, core_attn_out) -> None:
+        engine_ops.engine_forward_core(self, super()._forward_core, mixed_qkv, b, a, core_attn_out)
+
+    def _vllm_decode_part(self, mixed_qkv, b, a, core_attn_out, md) -> None:
+        """vLLM's core on the leading decode tokens, through a decode-only view of the metadata."""
+        ndt = md.num_decode_tokens
+        drop = {"has_initial_state", "prefill_query_start_loc", "prefill_state_indices",
+                "prefill_has_initial_state", "chunk_indices", "chunk_offsets", "nums_dict",
+                "batch_ptr", "token_chunk_offset_ptr", "checkpoint", "aiter_prefill_metadata",
+                "qla_plan", "qla_conv_metadata"}
+        names = {f.name for f in dataclasses.fields(md)}
+        decode_md = dataclasses.replace(
+            md, num_prefills=0, num_prefill_tokens=0, num_actual_tokens=ndt,
+            **{n: None for n in drop if n in names})
+        table = get_forward_context().attn_metadata
+        table[self.prefix] = decode_md
+        try:
+            self._vllm_core(mixed_qkv[:ndt], b[:ndt], a[:ndt], core_attn_out[:ndt])
+        finally:
+            table[self.prefix] = md
+
+    def _qla_why_not(self, md) -> str | None:
+        if os.environ.get(FALLBACK_ENV, "0") not in ("", "0"):
+            return f"{FALLBACK_ENV} is set"
+        plan = getattr(md, "qla_plan", None)
+        if plan is None:
+            return "the step's GDN metadata carries no qla-serve plan (metadata builder is not qla-serve's)"
+        if plan.num_seqs != md.num_prefills or plan.total_tokens != md.num_prefill_tokens:
+            return (f"plan describes {plan.num_seqs} sequences / {plan.total_tokens} tokens but the batch "
+                    f"has {md.num_prefills} / {md.num_prefill_tokens}")
+        return engine_ops.platform_why_not(self)
+
+    def _qla_prefill(self, x, b, a, out, md) -> None:
+        plan: PrefillPlan = md.qla_plan
+        n = plan.num_seqs
+        cu = md.prefill_query_start_loc[: n + 1]
+        idx = md.prefill_state_indices[:n]
+        has_state = md.prefill_has_initial_state[:n]
+        conv_out = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata)
+        q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b)
+        pool, layout = engine_ops.state_pool(self)
+        gdn_prefill(q, k, v, g, beta, state_pool=pool, state_indices=idx, cu_seqlens=cu,
+                    has_initial_state=has_state, plan=plan, scale=self.head_k_dim ** -0.5,
+                    use_qk_l2norm=l2norm, out=out, state_layout=layout, null_slot=NULL_BLOCK_ID)
+        self.qla_calls += 1
+        if self.qla_calls == 1:
+            _say_once(logging.INFO, "qla-serve: first GDN prefill through qla-serve (%s, pool %s %s, layout %s)",
+                      self.prefix, tuple(pool.shape), str(pool.dtype).removeprefix("torch."), layout)
+        _trace(self.prefix, plan, md)
+
+
+def _layer_metadata(prefix: str):
+    table = get_forward_context().attn_metadata
+    return table.get(prefix) if isinstance(table, dict) else None
+
+
+def _trace(prefix: str, plan: PrefillPlan, md) -> None:
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    rec = {"pid": os.getpid(), "layer": prefix, "seqs": plan.num_seqs, "tokens": plan.total_tokens,
+           "max_seqlen": plan.max_seqlen, "decodes": md.num_decodes}
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def register_layer() -> None:
+    """Make vLLM build :class:`QLAGatedDeltaNetAttention` wherever it builds its Qwen GDN layer."""
+    name = QwenGatedDeltaNetAttention.__name__
+    current = op_registry_oot.get(name)
+    if current is QLAGatedDeltaNetAttention:
+        return
+    if current is not None:
+        raise RuntimeError(f"another plugin already replaced vLLM's {name} with {current.__module__}."
+                           f"{current.__qualname__}; qla-serve cannot register its GDN layer")
+    QwenGatedDeltaNetAttention.register_oot(QLAGatedDeltaNetAttention)
