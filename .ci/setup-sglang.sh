@@ -14,7 +14,11 @@ STAMP="$VENV/.qla-sglang-ready"
 RECIPE="4"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$RECIPE" ]]; then
-    "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || true
+    # Re-point the editable install only if the venv was built for another checkout.
+    if ! "$VENV/bin/python" -c 'import os, sys, qla_serve
+sys.exit(os.path.dirname(os.path.dirname(os.path.abspath(qla_serve.__file__))) != os.getcwd())' 2>/dev/null; then
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e ".[test]"
+    fi
     echo "setup-sglang: $VENV ready"
     exit 0
 fi
