@@ -89,6 +89,38 @@ def dispatcher_init(original: Callable, self: Any, decode_backend: Any, prefill_
         self.extend_kernel = QLAGDNKernel()
         logger.info("qla-serve: GDN extend=%s, decode=%s, verify=%s", type(self.extend_kernel).__name__,
                     type(self.decode_kernel).__name__, type(self.verify_kernel).__name__)
+        notice = snapshot_notice()
+        if notice:
+            logger.warning(notice)
+
+
+def snapshot_notice() -> str | None:
+    """One start-up line when the radix cache's extra_buffer mode will push snapshot-taking prefill
+    calls off the fastest qla-serve backend (it cannot write per-chunk states yet)."""
+    try:
+        from sglang.srt.runtime_context import get_exec
+
+        if not get_exec().mamba.enable_mamba_extra_buffer:
+            return None
+        import torch
+
+        from qla_serve import dispatch
+
+        dev = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+        qk = torch.empty(0, 1, 128, device=dev, dtype=torch.bfloat16)
+        probe = {"q": qk, "k": qk, "v": qk, "state_pool": torch.empty(1, 1, 128, 128, device=dev),
+                 "checkpoints": None, "state_layout": "vk"}
+        plain = next(b for b in dispatch.BACKENDS if b.why_not("prefill", probe) is None)
+        why = plain.why_not("prefill", dict(probe, checkpoints=torch.empty(0, device=dev)))
+    except Exception as exc:  # a notice must never stop start-up
+        logger.debug("qla-serve: snapshot notice skipped (%r)", exc)
+        return None
+    if why is None:
+        return None
+    return (f"qla-serve: the radix cache's extra_buffer mode asks GDN prefill for state snapshots, and the "
+            f"{plain.name} backend cannot write them ({why}): those prefill calls run on a slower qla-serve "
+            f"backend; for full speed meanwhile use --mamba-radix-cache-strategy no_buffer (turns the overlap "
+            f"scheduler off) or --linear-attn-prefill-backend triton")
 
 
 # -- 3. host extend lengths ---------------------------------------------------------------------

@@ -192,3 +192,27 @@ def test_a_hook_that_fails_to_apply_stops_start_up(flag):
     assert "REFUSED: qla-serve: SGLang did not apply qla-serve's hook(s) on " in out
     assert "GDNKernelDispatcher.__init__ (hook not applied)" in out
     assert "STARTED" not in out
+
+
+def test_start_up_says_when_extra_buffer_snapshots_leave_the_fast_backend(qwen3_next_dir, monkeypatch):
+    from sglang.srt.runtime_context import get_context, get_exec
+
+    from qla_serve import dispatch
+
+    sa, cfg = resolve("--model-path", qwen3_next_dir, "--device", "cpu", "--skip-tokenizer-init",
+                      "--linear-attn-backend", "qla")
+    get_context().set_server_args(sa)
+    assert get_exec().mamba.enable_mamba_extra_buffer
+    assert hooks.snapshot_notice() is None          # CPU: the reference backend writes snapshots itself
+
+    class NoCheckpoints:
+        name = "fast"
+
+        def why_not(self, op, call):
+            return "no per-chunk checkpoints yet" if call.get("checkpoints") is not None else None
+
+    monkeypatch.setattr(dispatch, "BACKENDS", (NoCheckpoints(), *dispatch.BACKENDS))
+    notice = hooks.snapshot_notice()
+    assert notice and "\n" not in notice
+    assert "fast backend cannot write them (no per-chunk checkpoints yet)" in notice
+    assert "--mamba-radix-cache-strategy no_buffer" in notice
