@@ -234,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         with VLLMServer(args.model, BACKEND_ARGS[b] + common, env=env, log_path=args.out / f"server-{b}.log") as srv:
             startup_s = time.perf_counter() - t0
             print(f"[{b}] healthy after {startup_s:.0f}s (pid {srv.proc.pid}); warming up", flush=True)
-            asyncio.run(run_workload(srv.url, srv.served_name, Workload("warmup", 64, 2, 2, 4), args.seed + 99))
+            for L in sorted({w.prompt_len for w in workloads}):   # first touch of each shape
+                asyncio.run(run_workload(srv.url, srv.served_name, Workload("warmup", L, 1, 1, 4), args.seed + 99))
             per: dict[str, dict] = {}
             total = sum(w.num_requests for w in workloads)
             with tqdm(total=total, desc=f"{b}", unit="req") as bar:

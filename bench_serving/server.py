@@ -59,6 +59,11 @@ class VLLMServer:
                 "--served-model-name", self.served_name, *self.args]
 
     def start(self) -> "VLLMServer":
+        """Launch and wait until ``/health`` answers."""
+        return self.launch().wait_healthy()
+
+    def launch(self) -> "VLLMServer":
+        """Start the process without waiting (start several, then ``wait_healthy`` each)."""
         env = {**os.environ, **CPU_ENV, **self.env}
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +71,12 @@ class VLLMServer:
         out = self._log or subprocess.DEVNULL
         self.proc = subprocess.Popen(self.command(), env=env, stdout=out, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        deadline = time.monotonic() + self.startup_timeout
+        self._launched = time.monotonic()
+        return self
+
+    def wait_healthy(self) -> "VLLMServer":
+        assert self.proc is not None, "launch() first"
+        deadline = self._launched + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"vllm serve exited with {self.proc.returncode} before it was healthy"

@@ -58,6 +58,22 @@ def model_config_kwargs() -> dict:
     )
 
 
+# Larger shapes for GPU checks (serve with --load-format dummy, or build random weights).
+PRESETS = {
+    "tiny": {},
+    # Qwen3-Next-80B per-layer shapes: hidden 2048, GDN 16/32 heads K=V=128, full attention every
+    # 4th layer (16 q / 2 kv heads, head_dim 256), MoE top-10 with 512-wide experts. Reduced:
+    # 8 layers instead of 48 and 64 experts instead of 512 (memory and load time).
+    "qwen3-next-80b-8l": dict(
+        hidden_size=2048, intermediate_size=5632, num_hidden_layers=8,
+        layer_types=(["linear_attention"] * 3 + ["full_attention"]) * 2,
+        num_attention_heads=16, num_key_value_heads=2, head_dim=256,
+        linear_num_key_heads=16, linear_num_value_heads=32,
+        num_experts=64, num_experts_per_tok=10, moe_intermediate_size=512,
+        shared_expert_intermediate_size=512, max_position_embeddings=32768),
+}
+
+
 def synthetic_corpus(seed: int, n_lines: int = 4000) -> list[str]:
     """Seeded pseudo-English: syllable words, punctuation, digits (no external text)."""
     rng = random.Random(seed)
@@ -98,12 +114,20 @@ def build_tokenizer(out: Path, seed: int) -> None:
     fast.save_pretrained(str(out))
 
 
-def build_weights(out: Path, seed: int) -> None:
+def build_config(out: Path, preset: str) -> None:
+    from transformers import Qwen3NextConfig
+
+    cfg = Qwen3NextConfig(**{**model_config_kwargs(), **PRESETS[preset]})
+    cfg.architectures = ["Qwen3NextForCausalLM"]
+    cfg.save_pretrained(str(out))
+
+
+def build_weights(out: Path, seed: int, preset: str = "tiny") -> None:
     import torch
     from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
 
     torch.manual_seed(seed)
-    cfg = Qwen3NextConfig(**model_config_kwargs())
+    cfg = Qwen3NextConfig(**{**model_config_kwargs(), **PRESETS[preset]})
     cfg.architectures = ["Qwen3NextForCausalLM"]
     model = Qwen3NextForCausalLM(cfg).to(torch.bfloat16)
     with torch.no_grad():
@@ -135,18 +159,24 @@ def build_weights(out: Path, seed: int) -> None:
     model.save_pretrained(str(out), safe_serialization=True)
 
 
-def build(out: Path, seed: int = 0, force: bool = False) -> Path:
+def build(out: Path, seed: int = 0, force: bool = False, preset: str = "tiny", weights: bool = True) -> Path:
+    """Build (or reuse) the model folder; ``weights=False`` writes config + tokenizer only
+    (for ``vllm serve --load-format dummy``)."""
     out = Path(out)
     marker = out / MARKER
+    want = {"version": VERSION, "seed": seed, "preset": preset, "weights": weights}
     if marker.exists() and not force:
         meta = json.loads(marker.read_text())
-        if meta.get("version") == VERSION and meta.get("seed") == seed:
+        if all(meta.get(k) == v for k, v in want.items()):
             return out
     out.mkdir(parents=True, exist_ok=True)
     marker.unlink(missing_ok=True)
     build_tokenizer(out, seed)
-    build_weights(out, seed)
-    marker.write_text(json.dumps({"version": VERSION, "seed": seed, "config": model_config_kwargs()}, indent=1))
+    if weights:
+        build_weights(out, seed, preset)
+    else:
+        build_config(out, preset)
+    marker.write_text(json.dumps({**want, "config": {**model_config_kwargs(), **PRESETS[preset]}}, indent=1))
     return out
 
 
@@ -155,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force", action="store_true", help="rebuild even if OUT holds this build")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    ap.add_argument("--no-weights", action="store_true", help="config + tokenizer only (--load-format dummy)")
     args = ap.parse_args(argv)
-    path = build(args.out, args.seed, args.force)
+    path = build(args.out, args.seed, args.force, args.preset, not args.no_weights)
     print(path)
     return 0
 

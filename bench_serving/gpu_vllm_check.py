@@ -1,0 +1,128 @@
+"""GPU check of the vLLM plugin: vLLM's own GDN prefill vs ``--attention-backend qla``, same prompts.
+
+Run by ``bench_serving/gpu_vllm_check.sh`` on the H200 (vLLM 0.26.0 from ``.gpu-vllm``). Both
+servers share the GPU (``--gpu-memory-utilization`` split), greedy requests go to both, and the
+report compares generated tokens, their logprobs, and the prompt logprobs (teacher-forced, so one
+early flip does not hide the rest). Writes ``<out>/gpu_vllm_check.json`` and server logs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from server import VLLMServer  # noqa: E402
+
+LENGTHS = [1, 2, 63, 64, 65, 129, 1000, 4000, 8192]
+CONCURRENT = [7, 300, 2048, 5000, 64, 1, 900, 3000]
+
+
+def prompts(lengths, seed, vocab):
+    rng = random.Random(seed)
+    return [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
+
+
+def compare(a: dict, b: dict, ids: list[int]) -> dict:
+    same = a["token_ids"] == b["token_ids"]
+    first_diff = next((i for i, (x, y) in enumerate(zip(a["token_ids"], b["token_ids"])) if x != y), None)
+    # logprobs of the generated tokens up to the first difference
+    la, lb = a["logprobs"]["token_logprobs"], b["logprobs"]["token_logprobs"]
+    n = len(la) if first_diff is None else first_diff
+    gen_lp = max([abs(x - y) for x, y in zip(la[:n], lb[:n])] or [0.0])
+    pl = 0.0
+    pa, pb = a.get("prompt_logprobs") or [], b.get("prompt_logprobs") or []
+    for x, y, t in zip(pa[1:], pb[1:], ids[1:]):
+        if x and y and str(t) in x and str(t) in y:
+            pl = max(pl, abs(x[str(t)]["logprob"] - y[str(t)]["logprob"]))
+    return {"prompt_len": len(ids), "tokens_equal": same, "first_diff": first_diff,
+            "gen_logprob_maxdiff": gen_lp, "prompt_logprob_maxdiff": pl,
+            "ref_tokens": a["token_ids"], "qla_tokens": b["token_ids"]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--ref", default="triton", help="--gdn-prefill-backend of the reference server")
+    ap.add_argument("--qla-args", default="--attention-backend qla")
+    ap.add_argument("--tp", type=int, default=1)
+    ap.add_argument("--eager", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--load-format", default="dummy")
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--max-num-batched-tokens", type=int, default=2048)
+    ap.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=False)
+    ap.add_argument("--vocab", type=int, default=2048)
+    ap.add_argument("--startup-timeout", type=float, default=480)
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    common = ["--max-model-len", "16384", "--max-num-batched-tokens", str(args.max_num_batched_tokens),
+              "--gpu-memory-utilization", "0.40", "--tensor-parallel-size", str(args.tp),
+              "--load-format", args.load_format, "--seed", "0", "--max-num-seqs", "32",
+              "--enable-prefix-caching" if args.prefix_caching else "--no-enable-prefix-caching"]
+    if args.eager:
+        common.append("--enforce-eager")
+    env = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    trace = args.out / "qla-trace.jsonl"
+    trace.unlink(missing_ok=True)
+    ref = VLLMServer(args.model, common + ["--gdn-prefill-backend", args.ref], env=env,
+                     log_path=args.out / f"server-{args.ref}.log", startup_timeout=args.startup_timeout)
+    qla = VLLMServer(args.model, common + args.qla_args.split(), env={**env, "QLA_VLLM_TRACE": str(trace)},
+                     log_path=args.out / "server-qla.log", startup_timeout=args.startup_timeout)
+    report: dict = {"model": str(args.model), "common_args": common, "ref": args.ref, "qla_args": args.qla_args,
+                    "tp": args.tp, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    t0 = time.time()
+    try:
+        # One at a time: two engines initialising at once on one GPU can misjudge free memory.
+        ref.start()
+        qla.start()
+        report["startup_s"] = time.time() - t0
+
+        def both(ids):
+            kw = dict(logprobs=5, prompt_logprobs=1)
+            return ref.complete(ids, args.max_tokens, **kw), qla.complete(ids, args.max_tokens, **kw)
+
+        seq = [compare(*both(ids), ids) for ids in prompts(LENGTHS, 1, args.vocab)]
+        conc_prompts = prompts(CONCURRENT, 2, args.vocab)
+        with ThreadPoolExecutor(len(conc_prompts)) as ex:
+            ra = list(ex.map(lambda ids: ref.complete(ids, args.max_tokens, logprobs=5, prompt_logprobs=1), conc_prompts))
+        with ThreadPoolExecutor(len(conc_prompts)) as ex:
+            rb = list(ex.map(lambda ids: qla.complete(ids, args.max_tokens, logprobs=5, prompt_logprobs=1), conc_prompts))
+        conc = [compare(a, b, ids) for a, b, ids in zip(ra, rb, conc_prompts)]
+        report["sequential"] = seq
+        report["concurrent"] = conc
+    finally:
+        ref.stop()
+        qla.stop()
+    recs = [json.loads(x) for x in trace.read_text().splitlines()] if trace.exists() else []
+    log = (args.out / "server-qla.log").read_text(errors="replace") if (args.out / "server-qla.log").exists() else ""
+    report["qla_trace"] = {"calls": len(recs), "tokens": sum(r["tokens"] for r in recs),
+                           "pids": sorted({r["pid"] for r in recs})}
+    report["qla_log_lines"] = sorted({re.sub(r"^.*?\] ", "", l) for l in log.splitlines() if "qla-serve" in l})[:20]
+    rows = report["sequential"] + report["concurrent"]
+    report["summary"] = {
+        "prompts": len(rows),
+        "tokens_equal": sum(r["tokens_equal"] for r in rows),
+        "max_prompt_logprob_diff": max(r["prompt_logprob_maxdiff"] for r in rows),
+        "max_gen_logprob_diff_before_divergence": max(r["gen_logprob_maxdiff"] for r in rows),
+        "qla_ran": report["qla_trace"]["calls"] > 0,
+    }
+    (args.out / "gpu_vllm_check.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(report["summary"], indent=1))
+    print("qla-serve log lines:", *report["qla_log_lines"], sep="\n  ")
+    for r in rows:
+        print(f"  len {r['prompt_len']:>5}: tokens {'==' if r['tokens_equal'] else '!='} "
+              f"(first diff {r['first_diff']}), prompt-lp maxdiff {r['prompt_logprob_maxdiff']:.4f}")
+    return 0 if report["summary"]["qla_ran"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

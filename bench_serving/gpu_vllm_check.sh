@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# H200 check of the vLLM plugin (vLLM 0.26.0 from the .gpu-vllm pack; see ../shared/gpu/README.md).
+#
+#   source .gpu-vllm/prelude.sh && bash bench_serving/gpu_vllm_check.sh [gpu_vllm_check.py args]
+#
+# 1. registers qla-serve in the pack's Python (entry points: the `qla` vLLM plugin);
+# 2. writes a Qwen3-Next-shaped model folder (config + tokenizer; `--load-format dummy` weights):
+#    hidden 2048, GDN 16/32 heads K=V=128, full attention every 4th layer, MoE top-10 of 64
+#    experts (512 in the real model; reduced for load time), 8 layers;
+# 3. serves it with `--gdn-prefill-backend triton` and with `--attention-backend qla`, sends the
+#    same greedy prompts (1..8192 tokens, and a concurrent mixed batch), compares tokens and
+#    logprobs, and writes $OUT/gpu_vllm_check.json plus both server logs.
+#
+# Env: OUT (default bench_serving/results/gpu), TP (default 1), WEIGHTS=random builds real random
+# weights with tiny_model.py's recipe instead of dummy ones (slower; more decisive greedy margins).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/bench_serving/results/gpu}"
+TP="${TP:-1}"
+PY="${PYTHON:-python3}"
+mkdir -p "$OUT"
+{
+  echo "# $(date -u +%FT%TZ) gpu_vllm_check.sh"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+  "$PY" -c 'import torch, vllm; print("torch", torch.__version__, "vllm", vllm.__version__)'
+} | tee "$OUT/env.txt"
+
+"$PY" -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2 || true
+"$PY" - <<'PY'
+import importlib.metadata as md
+eps = [e.value for e in md.entry_points(group="vllm.general_plugins") if e.name == "qla"]
+assert eps, "qla-serve's vLLM entry point is not registered in this Python"
+import qla_serve.integrations.vllm as p
+print("qla plugin:", eps[0], "| vLLM", p.check_vllm_version())
+PY
+
+MODEL="$OUT/qwen3-next-80b-8l"
+if [ "${WEIGHTS:-dummy}" = "random" ]; then
+  "$PY" bench_serving/tiny_model.py "$MODEL-random" --preset qwen3-next-80b-8l
+  exec "$PY" bench_serving/gpu_vllm_check.py --model "$MODEL-random" --out "$OUT" --tp "$TP" --load-format auto "$@"
+fi
+"$PY" bench_serving/tiny_model.py "$MODEL" --preset qwen3-next-80b-8l --no-weights
+exec "$PY" bench_serving/gpu_vllm_check.py --model "$MODEL" --out "$OUT" --tp "$TP" "$@"

@@ -1,0 +1,132 @@
+"""Plugin registration: idempotent, no CUDA, version gate, CLI and selection (no servers)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from qla_serve.integrations import vllm as plugin
+
+
+def run_py(code: str) -> str:
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_importing_the_plugin_module_does_not_import_vllm():
+    out = run_py("""
+        import sys
+        import qla_serve.integrations.vllm as p
+        print('vllm' in sys.modules, callable(p.register))
+    """)
+    assert out.split() == ["False", "True"]
+
+
+def test_register_is_idempotent_and_does_not_initialise_cuda():
+    out = run_py("""
+        import torch
+        from vllm.plugins import load_general_plugins
+        load_general_plugins()                         # vLLM's own loader: runs our entry point
+        import qla_serve.integrations.vllm as p
+        p.register(); p.register()                     # and again, directly
+        from vllm.model_executor.custom_op import op_registry_oot
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+        from vllm.platforms import current_platform
+        cls = op_registry_oot["QwenGatedDeltaNetAttention"]
+        print(cls.__module__ + "." + cls.__qualname__)
+        print(AttentionBackendEnum["QLA"].name, AttentionBackendEnum._member_names_.count("QLA"))
+        fn = type(current_platform).get_attn_backend_cls.__func__
+        print(getattr(fn, "_qla_wrapped", False), getattr(getattr(fn, "__wrapped__", None), "_qla_wrapped", False))
+        print("cuda_initialized", torch.cuda.is_initialized())
+    """)
+    lines = out.strip().splitlines()
+    assert lines[0] == "qla_serve.integrations.vllm.layer.QLAGatedDeltaNetAttention"
+    assert lines[1] == "QLA 1"
+    assert lines[2] == "True False"  # wrapped once, not twice
+    assert lines[3] == "cuda_initialized False"
+
+
+def test_qla_member_unpickles_in_a_fresh_process():
+    """vLLM may spawn its engine core and unpickle the config before loading plugins."""
+    out = run_py("""
+        import pickle, subprocess, sys
+        import qla_serve.integrations.vllm as p
+        p.register()
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+        blob = pickle.dumps({"backend": AttentionBackendEnum.QLA})
+        child = "import pickle,sys; d=pickle.loads(sys.stdin.buffer.read()); print(d['backend'].name)"
+        r = subprocess.run([sys.executable, "-c", child], input=blob, capture_output=True)
+        print(r.stdout.decode().strip(), r.returncode)
+    """)
+    assert out.strip() == "QLA 0"
+
+
+@pytest.mark.parametrize("version", ["0.25.1", "0.34.0", "1.0.0", "garbage"])
+def test_unsupported_vllm_version_names_the_range(version):
+    with pytest.raises(plugin.UnsupportedVLLMVersion, match=r"vLLM >= 0\.26\.0, < 0\.34\.0.*found vLLM"):
+        plugin.check_vllm_version(version)
+
+
+@pytest.mark.parametrize("version", ["0.26.0", "0.32.0+cpu", "0.33.1"])
+def test_supported_vllm_versions(version):
+    assert plugin.check_vllm_version(version) == version
+
+
+def test_register_raises_on_unsupported_installed_version():
+    out = run_py("""
+        import qla_serve.integrations.vllm as p
+        p.vllm_version = lambda: "0.20.0"
+        try:
+            p.register()
+        except p.UnsupportedVLLMVersion as e:
+            print("raised:", e)
+    """)
+    assert "raised: qla-serve's vLLM plugin supports vLLM >= 0.26.0, < 0.34.0; found vLLM 0.20.0" in out
+
+
+def test_cli_accepts_gdn_prefill_backend_qla():
+    out = run_py("""
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+        parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())   # loads plugins first
+        a = parser.parse_args(["--gdn-prefill-backend", "qla", "--attention-backend", "qla"])
+        print(a.gdn_prefill_backend, a.attention_backend)
+        parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())   # a second parser too
+        print(parser.parse_args(["--gdn-prefill-backend", "triton"]).gdn_prefill_backend)
+    """)
+    assert out.split() == ["qla", "qla", "triton"]
+
+
+def test_selection_spellings():
+    plugin.register()
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    from qla_serve.integrations.vllm.selection import qla_requested
+
+    def cfg(backend=None, extra=None):
+        return SimpleNamespace(attention_config=SimpleNamespace(backend=backend), additional_config=extra or {})
+
+    assert qla_requested(cfg(AttentionBackendEnum.QLA))
+    assert qla_requested(cfg(extra={"gdn_prefill_backend": "qla"}))
+    assert qla_requested(cfg(extra={"gdn_prefill_backend": " QLA "}))
+    assert not qla_requested(cfg())
+    assert not qla_requested(cfg(AttentionBackendEnum.CPU_ATTN))
+    # an explicit GDN prefill backend wins over --attention-backend qla
+    assert not qla_requested(cfg(AttentionBackendEnum.QLA, {"gdn_prefill_backend": "triton"}))
+    assert qla_requested(cfg(AttentionBackendEnum.QLA, {"gdn_prefill_backend": "auto"}))
+
+
+def test_full_attention_under_qla_is_the_platform_default():
+    plugin.register()
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+    import torch
+
+    sel = AttentionSelectorConfig(head_size=64, dtype=torch.bfloat16, kv_cache_dtype="auto", block_size=None)
+    assert current_platform.get_attn_backend_cls(AttentionBackendEnum.QLA, sel) == \
+        current_platform.get_attn_backend_cls(None, sel)
