@@ -33,13 +33,13 @@ def rel(x, ref):
     return float((x - ref).norm() / ref.norm().clamp_min(1e-30))
 
 
-def make_case(seqlens, H, HV, *, gmax, seed, packed=False, l2_in_kernel=False, pool_dtype=torch.float32,
+def make_case(seqlens, H, HV, *, gmax, seed, packed=False, extra=0, l2_in_kernel=False, pool_dtype=torch.float32,
               layout="vk", strided_pool=True, null_slot=0, skip_every=4, hinit_mode="mix"):
     gen = torch.Generator().manual_seed(seed)
     N, T = len(seqlens), sum(seqlens)
     dt = torch.bfloat16
     if packed:
-        width = 2 * H * K + HV * V + 7          # an odd extra column: the token stride is not a multiple of 64
+        width = 2 * H * K + HV * V + extra      # extra = 7: an odd token stride (no TMA, no 16-byte loads)
         mixed = torch.randn(T, width, generator=gen).to(dt).to(DEV)
         q = mixed[:, :H * K].view(T, H, K)
         k = mixed[:, H * K:2 * H * K].view(T, H, K)
@@ -138,7 +138,7 @@ def check(case, out, pool_before, tag, o_tol=5e-3, s_tol=5e-3):
 SHORT = [1, 63, 64, 65, 130, 1, 200, 777, 2, 1024, 3, 64]
 CASES = [
     # tag, seqlens, H, HV, kwargs, block_v
-    ("gva1-fp32-vk-g30-bv128", SHORT, 1, 1, dict(gmax=30.0, packed=True), 128),
+    ("gva1-fp32-vk-g30-bv128", SHORT, 1, 1, dict(gmax=30.0, packed=True, extra=7), 128),
     ("gva2-bf16-kv-g3-bv64", SHORT, 2, 4, dict(gmax=3.0, pool_dtype=torch.bfloat16, layout="kv"), 64),
     ("gva4-fp32-kv-l2-g0.1-bv128", SHORT[:8], 2, 8, dict(gmax=0.1, layout="kv", l2_in_kernel=True,
                                                            packed=True), 128),

@@ -27,8 +27,12 @@ PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False}
 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
                     state_layout: str, use_qk_l2norm: bool, read_has_initial_state: bool,
-                    scale: float):
-    """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv"."""
+                    scale: float, strides: tuple[int, int, int, int], pipelined: bool = True):
+    """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv".
+
+    ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
+    stores vectorise (an engine's q/k/v views of its packed qkv buffer have one fixed stride per
+    model). ``pipelined``: prefetch the next chunk's inputs while computing the current one."""
     C = CHUNK
     G = HV // H
     BV = block_v
@@ -38,10 +42,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     NT = T.dynamic("num_tokens")
     NS = T.dynamic("num_seqs")
     NP = T.dynamic("num_slots")
-    sq = T.dynamic("stride_q")
-    sk = T.dynamic("stride_k")
-    sv = T.dynamic("stride_v")
-    so = T.dynamic("stride_o")
+    sq, sk, sv, so = (int(x) for x in strides)
     sp = T.dynamic("stride_pool")
     accum = "float32"
     pool_shape = (NP, HV, V, K) if vk else (NP, HV, K, V)
@@ -96,10 +97,14 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             p = T.alloc_fragment((C, C), accum)
 
             v0 = bv * BV
+            bos = T.alloc_var("int32")
+            eos = T.alloc_var("int32")
+            slot = T.alloc_var("int32")
             bos = cu_seqlens[bn]
             eos = cu_seqlens[bn + 1]
             slot = state_indices[bn]
             skip = (slot < 0) | (slot == null_slot)
+            nchunks = T.alloc_var("int32")
             nchunks = T.ceildiv(eos - bos, C)
 
             if skip:
@@ -116,15 +121,17 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 else:
                     load_state(pool, slot, bh, v0, S)
 
-                for c in T.serial(nchunks):
+                for c in (T.Pipelined(nchunks, num_stages=2) if pipelined else T.serial(nchunks)):
                     left = bos + c * C
-                    nvalid = T.min(eos - left, C)
+                    nvalid = T.min(eos - bos - c * C, C)
                     T.copy(q[left:left + C, bh // G, 0:K], q_s)
                     T.copy(k[left:left + C, bh // G, 0:K], k_s)
                     T.copy(v[left:left + C, bh, v0:v0 + BV], v_s)
                     T.copy(a[left:left + C, bh, 0:C], a_s)
-                    for i in T.Parallel(C):
-                        g_s[i] = gcum[left + T.min(i, nvalid - 1), bh]
+                    T.copy(gcum[left:left + C, bh], g_s)
+                    # Rows ≥ nvalid hold the next sequence's (finite) data or zeros: every use
+                    # below masks them, and only e^{γ_C − γ_i} with i < nvalid is formed.
+                    glast = g_s[nvalid - 1]
                     if use_qk_l2norm:
                         xf = T.alloc_fragment((C, K), accum)
                         xsq = T.alloc_fragment((C, K), accum)
@@ -147,7 +154,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     # P = scale · (Q Kᵀ ⊙ D_incl)
                     T.gemm(q_s, k_s, p, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(C, C):
-                        p[i, j] = T.if_then_else(j <= i, p[i, j] * (scale * T.exp(g_s[i] - g_s[j])), 0.0)
+                        p[i, j] = T.if_then_else((j <= i) & (i < nvalid), p[i, j] * (scale * T.exp(g_s[i] - g_s[j])), 0.0)
                     T.copy(p, p_s)
                     # O = scale · e^γ ⊙ (Q S) + P U
                     if vk:
@@ -155,22 +162,22 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     else:
                         T.gemm(q_s, s_s, o, clear_accum=True)
                     for i, j in T.Parallel(C, BV):
-                        o[i, j] = o[i, j] * (scale * T.exp(g_s[i]))
+                        o[i, j] = T.if_then_else(i < nvalid, o[i, j] * (scale * T.exp(g_s[i])), 0.0)
                     T.gemm(p_s, u_s, o, clear_accum=False)
                     for i, j in T.Parallel(C, BV):
                         if i < nvalid:
                             out[left + i, bh, v0 + j] = o[i, j]
                     # S ← e^{γ_C} S + Kᵀ (e^{γ_C − γ} ⊙ U)
                     for i, j in T.Parallel(C, BV):
-                        u[i, j] = T.if_then_else(i < nvalid, u[i, j] * T.exp(g_s[C - 1] - g_s[i]), 0.0)
+                        u[i, j] = T.if_then_else(i < nvalid, u[i, j] * T.exp(glast - g_s[i]), 0.0)
                     T.copy(u, w_s)
                     if vk:
                         for i, j in T.Parallel(BV, K):
-                            S[i, j] = S[i, j] * T.exp(g_s[C - 1])
+                            S[i, j] = S[i, j] * T.exp(glast)
                         T.gemm(w_s, k_s, S, transpose_A=True, clear_accum=False)
                     else:
                         for i, j in T.Parallel(K, BV):
-                            S[i, j] = S[i, j] * T.exp(g_s[C - 1])
+                            S[i, j] = S[i, j] * T.exp(glast)
                         T.gemm(k_s, w_s, S, transpose_A=True, clear_accum=False)
 
                 if vk:

@@ -23,16 +23,16 @@ CHUNK = 64
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False}
 
 
-def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool):
-    """TileLang prim_func for one (H, HV, K, dtype, l2norm) variant; T and chunk count are dynamic."""
+def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
+                    strides: tuple[int, int, int]):
+    """TileLang prim_func for one (H, HV, K, dtype, l2norm) variant; T and chunk count are dynamic.
+    ``strides``: token strides of k, g, beta (compile-time, so that loads vectorise)."""
     C = CHUNK
     G = HV // H
     NT = T.dynamic("num_tokens")
     NS = T.dynamic("num_seqs")
     NC = T.dynamic("num_chunks")
-    sk = T.dynamic("stride_k")
-    sg = T.dynamic("stride_g")
-    sb = T.dynamic("stride_b")
+    sk, sg, sb = (int(x) for x in strides)
     accum = "float32"
 
     @T.prim_func
