@@ -77,7 +77,9 @@ def pipelined() -> bool:
     """QLA_HOPPER_PIPELINE=1 selects the pipelined (TMA, warp-specialised by TileLang) chunk loop.
 
     Off by default: on the H200 (2026-11-29) it passed the no-skip cases (32K tokens, o 3.4e-3) but left
-    the outputs of skipped (null / negative slot) sequences unwritten (NaN) in 6 of 8 GPU tests."""
+    the outputs of skipped (null / negative slot) sequences unwritten (NaN) in 6 of 8 GPU tests. The
+    loop has since been restructured (no if/else around it; compiles for sm_90a) but NOT re-run on a
+    GPU: run ``QLA_HOPPER_PIPELINE=1 pytest -m gpu tests/test_hopper_gpu.py`` before turning it on."""
     return os.environ.get("QLA_HOPPER_PIPELINE", "0") == "1"
 
 

@@ -65,6 +65,81 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         else:
             T.copy(pool[slot, bh, 0:K, v0:v0 + BV], S)
 
+    @T.macro
+    def chunk_step(c, bos, eos, bh, v0, q, k, v, a, gcum, out, q_s, k_s, v_s, a_s, g_s, s_s, w_s, u_s, p_s,
+                   S, ks, u, o, p):
+        left = bos + c * C
+        nvalid = T.min(eos - bos - c * C, C)
+        T.copy(q[left:left + C, bh // G, 0:K], q_s)
+        T.copy(k[left:left + C, bh // G, 0:K], k_s)
+        T.copy(v[left:left + C, bh, v0:v0 + BV], v_s)
+        T.copy(a[left:left + C, bh, 0:C], a_s)
+        T.copy(gcum[left:left + C, bh], g_s)
+        # Rows ≥ nvalid hold the next sequence's (finite) data or zeros: every use
+        # below masks them, and only e^{γ_C − γ_i} with i < nvalid is formed.
+        glast = g_s[nvalid - 1]
+        if use_qk_l2norm:
+            xf = T.alloc_fragment((C, K), accum)
+            xsq = T.alloc_fragment((C, K), accum)
+            rn = T.alloc_fragment((C,), accum)
+            l2norm_rows(q_s, xf, xsq, rn)
+            l2norm_rows(k_s, xf, xsq, rn)
+        T.copy(S, s_s)
+
+        # W = V − e^γ ⊙ (K S)
+        if vk:
+            T.gemm(k_s, s_s, ks, transpose_B=True, clear_accum=True)
+        else:
+            T.gemm(k_s, s_s, ks, clear_accum=True)
+        for i, j in T.Parallel(C, BV):
+            ks[i, j] = v_s[i, j] - T.exp(g_s[i]) * ks[i, j]
+        T.copy(ks, w_s)
+        # U = Aβ W
+        T.gemm(a_s, w_s, u, clear_accum=True)
+        T.copy(u, u_s)
+        # P = scale · (Q Kᵀ ⊙ D_incl)
+        T.gemm(q_s, k_s, p, transpose_B=True, clear_accum=True)
+        for i, j in T.Parallel(C, C):
+            p[i, j] = T.if_then_else((j <= i) & (i < nvalid), p[i, j] * (scale * T.exp(g_s[i] - g_s[j])), 0.0)
+        T.copy(p, p_s)
+        # O = scale · e^γ ⊙ (Q S) + P U
+        if vk:
+            T.gemm(q_s, s_s, o, transpose_B=True, clear_accum=True)
+        else:
+            T.gemm(q_s, s_s, o, clear_accum=True)
+        for i, j in T.Parallel(C, BV):
+            o[i, j] = T.if_then_else(i < nvalid, o[i, j] * (scale * T.exp(g_s[i])), 0.0)
+        T.gemm(p_s, u_s, o, clear_accum=False)
+        for i, j in T.Parallel(C, BV):
+            if i < nvalid:
+                out[left + i, bh, v0 + j] = o[i, j]
+        # S ← e^{γ_C} S + Kᵀ (e^{γ_C − γ} ⊙ U)
+        for i, j in T.Parallel(C, BV):
+            u[i, j] = T.if_then_else(i < nvalid, u[i, j] * T.exp(glast - g_s[i]), 0.0)
+        T.copy(u, w_s)
+        if vk:
+            for i, j in T.Parallel(BV, K):
+                S[i, j] = S[i, j] * T.exp(glast)
+            T.gemm(w_s, k_s, S, transpose_A=True, clear_accum=False)
+        else:
+            for i, j in T.Parallel(K, BV):
+                S[i, j] = S[i, j] * T.exp(glast)
+            T.gemm(k_s, w_s, S, transpose_A=True, clear_accum=False)
+
+    @T.macro
+    def zero_rows(nchunks, bos, eos, bh, v0, out):
+        for c in T.serial(nchunks):
+            for i, j in T.Parallel(C, BV):
+                if bos + c * C + i < eos:
+                    out[bos + c * C + i, bh, v0 + j] = T.cast(0, in_dtype)
+
+    @T.macro
+    def store_state(pool, slot, bh, v0, S):
+        if vk:
+            T.copy(S, pool[slot, bh, v0:v0 + BV, 0:K])
+        else:
+            T.copy(S, pool[slot, bh, 0:K, v0:v0 + BV])
+
     @T.prim_func
     def qla_fused_fwd(
         q: T.StridedTensor((NT, H, K), (sq, K, 1), in_dtype),
@@ -107,82 +182,104 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             nchunks = T.alloc_var("int32")
             nchunks = T.ceildiv(eos - bos, C)
 
-            if skip:
-                for c in T.serial(nchunks):
-                    for i, j in T.Parallel(C, BV):
-                        if bos + c * C + i < eos:
-                            out[bos + c * C + i, bh, v0 + j] = T.cast(0, in_dtype)
-            else:
+            if pipelined:
+                # No if/else around the pipelined loop: TileLang's warp specialisation mis-lowered
+                # that shape (skipped sequences' outputs left unwritten on the H200). A skipped
+                # sequence runs the loop zero times, then zero-fills its rows.
+                nloop = T.alloc_var("int32")
+                nloop = T.if_then_else(skip, 0, nchunks)
+                T.clear(S)
+                live = (slot >= 0) & (slot != null_slot)
                 if read_has_initial_state:
-                    if has_initial_state[bn] != 0:
+                    if live & (has_initial_state[bn] != 0):
                         load_state(pool, slot, bh, v0, S)
-                    else:
-                        T.clear(S)
                 else:
-                    load_state(pool, slot, bh, v0, S)
-
-                for c in (T.Pipelined(nchunks, num_stages=2) if pipelined else T.serial(nchunks)):
-                    left = bos + c * C
-                    nvalid = T.min(eos - bos - c * C, C)
-                    T.copy(q[left:left + C, bh // G, 0:K], q_s)
-                    T.copy(k[left:left + C, bh // G, 0:K], k_s)
-                    T.copy(v[left:left + C, bh, v0:v0 + BV], v_s)
-                    T.copy(a[left:left + C, bh, 0:C], a_s)
-                    T.copy(gcum[left:left + C, bh], g_s)
-                    # Rows ≥ nvalid hold the next sequence's (finite) data or zeros: every use
-                    # below masks them, and only e^{γ_C − γ_i} with i < nvalid is formed.
-                    glast = g_s[nvalid - 1]
-                    if use_qk_l2norm:
-                        xf = T.alloc_fragment((C, K), accum)
-                        xsq = T.alloc_fragment((C, K), accum)
-                        rn = T.alloc_fragment((C,), accum)
-                        l2norm_rows(q_s, xf, xsq, rn)
-                        l2norm_rows(k_s, xf, xsq, rn)
-                    T.copy(S, s_s)
-
-                    # W = V − e^γ ⊙ (K S)
-                    if vk:
-                        T.gemm(k_s, s_s, ks, transpose_B=True, clear_accum=True)
-                    else:
-                        T.gemm(k_s, s_s, ks, clear_accum=True)
-                    for i, j in T.Parallel(C, BV):
-                        ks[i, j] = v_s[i, j] - T.exp(g_s[i]) * ks[i, j]
-                    T.copy(ks, w_s)
-                    # U = Aβ W
-                    T.gemm(a_s, w_s, u, clear_accum=True)
-                    T.copy(u, u_s)
-                    # P = scale · (Q Kᵀ ⊙ D_incl)
-                    T.gemm(q_s, k_s, p, transpose_B=True, clear_accum=True)
-                    for i, j in T.Parallel(C, C):
-                        p[i, j] = T.if_then_else((j <= i) & (i < nvalid), p[i, j] * (scale * T.exp(g_s[i] - g_s[j])), 0.0)
-                    T.copy(p, p_s)
-                    # O = scale · e^γ ⊙ (Q S) + P U
-                    if vk:
-                        T.gemm(q_s, s_s, o, transpose_B=True, clear_accum=True)
-                    else:
-                        T.gemm(q_s, s_s, o, clear_accum=True)
-                    for i, j in T.Parallel(C, BV):
-                        o[i, j] = T.if_then_else(i < nvalid, o[i, j] * (scale * T.exp(g_s[i])), 0.0)
-                    T.gemm(p_s, u_s, o, clear_accum=False)
-                    for i, j in T.Parallel(C, BV):
-                        if i < nvalid:
-                            out[left + i, bh, v0 + j] = o[i, j]
-                    # S ← e^{γ_C} S + Kᵀ (e^{γ_C − γ} ⊙ U)
-                    for i, j in T.Parallel(C, BV):
-                        u[i, j] = T.if_then_else(i < nvalid, u[i, j] * T.exp(glast - g_s[i]), 0.0)
-                    T.copy(u, w_s)
-                    if vk:
-                        for i, j in T.Parallel(BV, K):
-                            S[i, j] = S[i, j] * T.exp(glast)
-                        T.gemm(w_s, k_s, S, transpose_A=True, clear_accum=False)
-                    else:
-                        for i, j in T.Parallel(K, BV):
-                            S[i, j] = S[i, j] * T.exp(glast)
-                        T.gemm(k_s, w_s, S, transpose_A=True, clear_accum=False)
-
-                if vk:
-                    T.copy(S, pool[slot, bh, v0:v0 + BV, 0:K])
+                    if live:
+                        load_state(pool, slot, bh, v0, S)
+                for c in T.Pipelined(nloop, num_stages=2):
+                    chunk_step(c, bos, eos, bh, v0, q, k, v, a, gcum, out, q_s, k_s, v_s, a_s, g_s, s_s, w_s, u_s,
+                               p_s, S, ks, u, o, p)
+                if skip:
+                    zero_rows(nchunks, bos, eos, bh, v0, out)
                 else:
-                    T.copy(S, pool[slot, bh, 0:K, v0:v0 + BV])
+                    store_state(pool, slot, bh, v0, S)
+            else:
+                if skip:
+                    for c in T.serial(nchunks):
+                        for i, j in T.Parallel(C, BV):
+                            if bos + c * C + i < eos:
+                                out[bos + c * C + i, bh, v0 + j] = T.cast(0, in_dtype)
+                else:
+                    if read_has_initial_state:
+                        if has_initial_state[bn] != 0:
+                            load_state(pool, slot, bh, v0, S)
+                        else:
+                            T.clear(S)
+                    else:
+                        load_state(pool, slot, bh, v0, S)
+
+                    for c in T.serial(nchunks):
+                        left = bos + c * C
+                        nvalid = T.min(eos - bos - c * C, C)
+                        T.copy(q[left:left + C, bh // G, 0:K], q_s)
+                        T.copy(k[left:left + C, bh // G, 0:K], k_s)
+                        T.copy(v[left:left + C, bh, v0:v0 + BV], v_s)
+                        T.copy(a[left:left + C, bh, 0:C], a_s)
+                        T.copy(gcum[left:left + C, bh], g_s)
+                        # Rows ≥ nvalid hold the next sequence's (finite) data or zeros: every use
+                        # below masks them, and only e^{γ_C − γ_i} with i < nvalid is formed.
+                        glast = g_s[nvalid - 1]
+                        if use_qk_l2norm:
+                            xf = T.alloc_fragment((C, K), accum)
+                            xsq = T.alloc_fragment((C, K), accum)
+                            rn = T.alloc_fragment((C,), accum)
+                            l2norm_rows(q_s, xf, xsq, rn)
+                            l2norm_rows(k_s, xf, xsq, rn)
+                        T.copy(S, s_s)
+
+                        # W = V − e^γ ⊙ (K S)
+                        if vk:
+                            T.gemm(k_s, s_s, ks, transpose_B=True, clear_accum=True)
+                        else:
+                            T.gemm(k_s, s_s, ks, clear_accum=True)
+                        for i, j in T.Parallel(C, BV):
+                            ks[i, j] = v_s[i, j] - T.exp(g_s[i]) * ks[i, j]
+                        T.copy(ks, w_s)
+                        # U = Aβ W
+                        T.gemm(a_s, w_s, u, clear_accum=True)
+                        T.copy(u, u_s)
+                        # P = scale · (Q Kᵀ ⊙ D_incl)
+                        T.gemm(q_s, k_s, p, transpose_B=True, clear_accum=True)
+                        for i, j in T.Parallel(C, C):
+                            p[i, j] = T.if_then_else((j <= i) & (i < nvalid), p[i, j] * (scale * T.exp(g_s[i] - g_s[j])), 0.0)
+                        T.copy(p, p_s)
+                        # O = scale · e^γ ⊙ (Q S) + P U
+                        if vk:
+                            T.gemm(q_s, s_s, o, transpose_B=True, clear_accum=True)
+                        else:
+                            T.gemm(q_s, s_s, o, clear_accum=True)
+                        for i, j in T.Parallel(C, BV):
+                            o[i, j] = T.if_then_else(i < nvalid, o[i, j] * (scale * T.exp(g_s[i])), 0.0)
+                        T.gemm(p_s, u_s, o, clear_accum=False)
+                        for i, j in T.Parallel(C, BV):
+                            if i < nvalid:
+                                out[left + i, bh, v0 + j] = o[i, j]
+                        # S ← e^{γ_C} S + Kᵀ (e^{γ_C − γ} ⊙ U)
+                        for i, j in T.Parallel(C, BV):
+                            u[i, j] = T.if_then_else(i < nvalid, u[i, j] * T.exp(glast - g_s[i]), 0.0)
+                        T.copy(u, w_s)
+                        if vk:
+                            for i, j in T.Parallel(BV, K):
+                                S[i, j] = S[i, j] * T.exp(glast)
+                            T.gemm(w_s, k_s, S, transpose_A=True, clear_accum=False)
+                        else:
+                            for i, j in T.Parallel(K, BV):
+                                S[i, j] = S[i, j] * T.exp(glast)
+                            T.gemm(k_s, w_s, S, transpose_A=True, clear_accum=False)
+
+                    if vk:
+                        T.copy(S, pool[slot, bh, v0:v0 + BV, 0:K])
+                    else:
+                        T.copy(S, pool[slot, bh, 0:K, v0:v0 + BV])
 
     return qla_fused_fwd
