@@ -122,5 +122,5 @@ def test_gdn_prefill_backend_flag_serves(tiny_model_dir, serve_args, tmp_path):
     with VLLMServer(tiny_model_dir, serve_args + ["--gdn-prefill-backend", "qla"],
                     env={"QLA_VLLM_TRACE": str(trace)}, log_path=tmp_path / "server.log") as s:
         out = greedy(s, prompts([300], seed=5)[0])
-    assert len(out) == OUT_TOKENS
+    assert len(out["token_ids"]) == OUT_TOKENS
     assert trace.exists() and sum(1 for _ in trace.open()) > 0
