@@ -151,11 +151,14 @@ def variants_for_heads(
     dtypes: Sequence[str] = ("bfloat16",), pool_dtypes: Sequence[str] = ("float32", "bfloat16"),
     state_layouts: Sequence[str] = ("vk",), use_qk_l2norm: Sequence[bool] = (False, True),
     has_initial_state: Sequence[bool] = (True, False), block_v: Sequence[int] = BLOCK_V_CHOICES,
-    scale: float | None = None, packed_qkv: Sequence[bool] = (False,),
+    scale: float | None = None, packed_qkv: Sequence[bool] = (False, True),
 ) -> list[Variant]:
     """Every variant a model with these head counts can hit (narrow the axes to what the engine
     uses: vLLM passes has_initial_state and l2-normalises q/k itself; SGLang passes no
-    has_initial_state and asks for in-kernel l2norm; the pool dtype is the engine's ssm dtype)."""
+    has_initial_state, asks for in-kernel l2norm and hands q/k/v as views of its packed qkv buffer
+    (``packed_qkv``); the pool dtype is the engine's ssm dtype). Token strides are compile-time: a
+    call whose q/k/v are neither contiguous nor packed ``[T, 2·H·K + HV·V]`` views compiles its own
+    variant on first use."""
     return [Variant(num_k_heads, num_v_heads, head_k_dim, head_v_dim, dt, pdt, lay, bool(l2), bool(hi), bv, scale,
                     bool(pk))
             for dt in dtypes for pdt in pool_dtypes for lay in state_layouts for l2 in use_qk_l2norm
@@ -184,9 +187,29 @@ def variants_for_config(config: dict[str, Any], tp_size: int = 1, **axes) -> lis
     return variants_for_heads(H, HV, head_k_dim=Kd, head_v_dim=Vd, **axes)
 
 
-def warmup(variants: Iterable[Variant], log=print) -> dict[str, float]:
+def _build_in_worker(var: Variant) -> None:
+    """Process-pool entry: compile one variant into TileLang's disk cache."""
+    kkt_kernel_for(var)
+    fwd_kernel(var)
+
+
+def warmup(variants: Iterable[Variant], log=print, processes: int | None = None) -> dict[str, float]:
     """Compile every variant (both kernels) now; returns seconds per kernel key. A compile that TileLang
-    finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load."""
+    finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load.
+
+    ``processes`` > 1 first builds the variants in that many worker processes (each compile runs nvcc
+    on one core), then loads them here from the disk cache (~0.4 s each)."""
+    variants = list(variants)
+    if processes and processes > 1 and len(variants) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=processes, mp_context=mp.get_context("spawn")) as ex:
+            list(ex.map(_build_in_worker, variants))
+        if log is not None:
+            log(f"qla-serve warmup: {len(variants)} variants built in {processes} processes in "
+                f"{time.perf_counter() - t0:.1f} s")
     times: dict[str, float] = {}
     for var in variants:
         for what, fn in (("kkt", lambda: kkt_kernel_for(var)), ("fwd", lambda: fwd_kernel(var))):
@@ -199,7 +222,8 @@ def warmup(variants: Iterable[Variant], log=print) -> dict[str, float]:
                 if log is not None and dt > 0.01:
                     log(f"qla-serve warmup: {what} H={var.num_k_heads} HV={var.num_v_heads} {var.dtype} "
                         f"pool={var.pool_dtype} {var.state_layout} l2norm={var.use_qk_l2norm} "
-                        f"has_init={var.has_initial_state} BV={var.block_v}: {dt:.1f} s")
+                        f"has_init={var.has_initial_state} BV={var.block_v} packed_qkv={var.packed_qkv}"
+                        f"{'' if var.strides is None else f' strides={var.strides}'}: {dt:.1f} s")
     return times
 
 
