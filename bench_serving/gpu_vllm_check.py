@@ -61,13 +61,19 @@ def main(argv=None) -> int:
     ap.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=False)
     ap.add_argument("--vocab", type=int, default=2048)
     ap.add_argument("--startup-timeout", type=float, default=480)
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="sequential prompt lengths")
+    ap.add_argument("--concurrent-lengths", default=",".join(map(str, CONCURRENT)))
+    ap.add_argument("--max-model-len", type=int, default=16384)
+    ap.add_argument("--gpu-memory-utilization", default="0.40", help="per server (both share the GPU)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    common = ["--max-model-len", "16384", "--max-num-batched-tokens", str(args.max_num_batched_tokens),
-              "--gpu-memory-utilization", "0.40", "--tensor-parallel-size", str(args.tp),
+    common = ["--max-model-len", str(args.max_model_len), "--max-num-batched-tokens", str(args.max_num_batched_tokens),
+              "--tensor-parallel-size", str(args.tp),
               "--load-format", args.load_format, "--seed", "0", "--max-num-seqs", "32",
               "--enable-prefix-caching" if args.prefix_caching else "--no-enable-prefix-caching"]
+    if args.gpu_memory_utilization:
+        common += ["--gpu-memory-utilization", args.gpu_memory_utilization]
     if args.eager:
         common.append("--enforce-eager")
     env = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
@@ -90,8 +96,9 @@ def main(argv=None) -> int:
             kw = dict(logprobs=5, prompt_logprobs=1)
             return ref.complete(ids, args.max_tokens, **kw), qla.complete(ids, args.max_tokens, **kw)
 
-        seq = [compare(*both(ids), ids) for ids in prompts(LENGTHS, 1, args.vocab)]
-        conc_prompts = prompts(CONCURRENT, 2, args.vocab)
+        lengths = [int(x) for x in args.lengths.split(",")]
+        seq = [compare(*both(ids), ids) for ids in prompts(lengths, 1, args.vocab)]
+        conc_prompts = prompts([int(x) for x in args.concurrent_lengths.split(",")], 2, args.vocab)
         with ThreadPoolExecutor(len(conc_prompts)) as ex:
             ra = list(ex.map(lambda ids: ref.complete(ids, args.max_tokens, logprobs=5, prompt_logprobs=1), conc_prompts))
         with ThreadPoolExecutor(len(conc_prompts)) as ex:
