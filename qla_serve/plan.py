@@ -132,6 +132,9 @@ def plan_prefill(
     table = [(i, c) for i, n in enumerate(nchunks) for c in range(n)]
 
     dev = torch.device(device) if device is not None else torch.device("cpu")
+    if dev.type == "cuda" and dev.index is None:
+        # Tensors report "cuda:0", never bare "cuda": pin the index so device checks compare equal.
+        dev = torch.device("cuda", torch.cuda.current_device())
     cu_cpu = torch.tensor(cu, dtype=torch.int32)
     off_cpu = torch.tensor(offsets, dtype=torch.int32)
     tab_cpu = torch.tensor(table, dtype=torch.int32).reshape(-1, 2)
