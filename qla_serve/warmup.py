@@ -45,7 +45,7 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
     for h, hv in heads:
         t = time.perf_counter()
         variants = hopper.variants_for_heads(h, hv, pool_dtypes=pools)
-        hopper.warmup(variants)
+        hopper.warmup(variants, processes=os.cpu_count())  # nvcc builds are single-threaded
         print(f"heads {h}/{hv}: {len(variants)} variants ready in {time.perf_counter() - t:.1f} s")
     print(f"warm-up done in {time.perf_counter() - t0:.1f} s ({hopper.compile_count} kernels built or loaded)")
     return 0
