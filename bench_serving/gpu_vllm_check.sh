@@ -11,7 +11,9 @@
 #    same greedy prompts (1..8192 tokens, and a concurrent mixed batch), compares tokens and
 #    logprobs, and writes $OUT/gpu_vllm_check.json plus both server logs.
 #
-# Env: OUT (default bench_serving/results/gpu), TP (default 1), WEIGHTS=random builds real random
+# Extra args go to gpu_vllm_check.py, e.g. `--no-eager` (CUDA graphs + torch.compile; slower start),
+# `--prefix-caching`, `--ref flashinfer`, `--qla-args "--gdn-prefill-backend qla"`.
+# Env: OUT (default bench_serving/results/gpu), TP (default 1; 2 on nvidia-h200-x2), WEIGHTS=random builds real random
 # weights with tiny_model.py's recipe instead of dummy ones (slower; more decisive greedy margins).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

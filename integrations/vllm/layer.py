@@ -178,8 +178,8 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
                     use_qk_l2norm=l2norm, out=out, state_layout=layout, null_slot=NULL_BLOCK_ID)
         self.qla_calls += 1
         if self.qla_calls == 1:
-            _say_once(logging.INFO, "qla-serve: first GDN prefill through qla-serve (%s, pool %s %s, layout %s)",
-                      self.prefix, tuple(pool.shape), str(pool.dtype).removeprefix("torch."), layout)
+            _say_once(logging.INFO, "qla-serve: first GDN prefill through qla-serve (state pool %s %s per "
+                      "layer, layout %s)", tuple(pool.shape), str(pool.dtype).removeprefix("torch."), layout)
         _trace(self.prefix, plan, md)
 
 

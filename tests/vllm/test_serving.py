@@ -124,3 +124,22 @@ def test_gdn_prefill_backend_flag_serves(tiny_model_dir, serve_args, tmp_path):
         out = greedy(s, prompts([300], seed=5)[0])
     assert len(out["token_ids"]) == OUT_TOKENS
     assert trace.exists() and sum(1 for _ in trace.open()) > 0
+
+
+def test_fallback_is_vllms_own_path_with_one_log_line(pair_no_prefix_cache, serve_args, tmp_path):
+    """When qla-serve cannot take a call, the layer runs vLLM's path (bit-identical) and says why once."""
+    from server import VLLMServer
+
+    trace, log = tmp_path / "trace.jsonl", tmp_path / "server.log"
+    batch = prompts([70, 300], seed=6)
+    with VLLMServer(pair_no_prefix_cache.base.model, serve_args + ["--no-enable-prefix-caching", "--attention-backend", "qla"],
+                    env={"QLA_VLLM_TRACE": str(trace), "QLA_VLLM_FORCE_FALLBACK": "1"}, log_path=log) as s:
+        got = [greedy(s, ids) for ids in batch]
+    want = [greedy(pair_no_prefix_cache.base, ids) for ids in batch]
+    for g, w in zip(got, want):
+        assert g["token_ids"] == w["token_ids"]
+        assert g["logprobs"]["token_logprobs"] == w["logprobs"]["token_logprobs"]
+    lines = [l for l in log.read_text().splitlines() if "falls back to vLLM's own path" in l]
+    assert len(lines) == 1, lines
+    assert "QLA_VLLM_FORCE_FALLBACK" in lines[0]
+    assert not trace.exists()
