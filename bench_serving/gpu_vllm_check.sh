@@ -37,7 +37,7 @@ import qla_serve.integrations.vllm as p
 print("qla plugin:", eps[0], "| vLLM", p.check_vllm_version())
 PY
 
-MODEL="$OUT/qwen3-next-80b-8l"
+MODEL="${MODEL_ROOT:-$ROOT/.work}/qwen3-next-80b-8l"   # outside $OUT: weights never travel back
 if [ "${WEIGHTS:-dummy}" = "random" ]; then
   "$PY" bench_serving/tiny_model.py "$MODEL-random" --preset qwen3-next-80b-8l
   exec "$PY" bench_serving/gpu_vllm_check.py --model "$MODEL-random" --out "$OUT" --tp "$TP" --load-format auto "$@"
