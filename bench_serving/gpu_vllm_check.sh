@@ -38,9 +38,20 @@ print("qla plugin:", eps[0], "| vLLM", p.check_vllm_version())
 PY
 
 MODEL="${MODEL_ROOT:-$ROOT/.work}/qwen3-next-80b-8l"   # outside $OUT: weights never travel back
+
+warm() {  # compile the TileLang variants before vLLM takes traffic (QLA_WARMUP=0 skips; failure is not fatal)
+  "$PY" -m qla_serve.cli info 2>&1 | tee "$OUT/qla-serve-info.txt" | tail -12 || true
+  [ "${QLA_WARMUP:-1}" = 1 ] || return 0
+  local t0=$SECONDS
+  "$PY" -m qla_serve.cli warmup --config "$1/config.json" --tp "$TP" --pool-dtype bf16 2>&1 | tail -5 \
+    || echo "qla-serve warmup failed; kernels compile on first use"
+  echo "warmup: $((SECONDS - t0)) s"
+}
 if [ "${WEIGHTS:-dummy}" = "random" ]; then
   "$PY" bench_serving/tiny_model.py "$MODEL-random" --preset qwen3-next-80b-8l
+  warm "$MODEL-random"
   exec "$PY" bench_serving/gpu_vllm_check.py --model "$MODEL-random" --out "$OUT" --tp "$TP" --load-format auto "$@"
 fi
 "$PY" bench_serving/tiny_model.py "$MODEL" --preset qwen3-next-80b-8l --no-weights
+warm "$MODEL"
 exec "$PY" bench_serving/gpu_vllm_check.py --model "$MODEL" --out "$OUT" --tp "$TP" "$@"
