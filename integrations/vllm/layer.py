@@ -168,8 +168,10 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         plan: PrefillPlan = md.qla_plan
         n = plan.num_seqs
         cu = md.prefill_query_start_loc[: n + 1]
-        idx = md.prefill_state_indices[:n]
-        has_state = md.prefill_has_initial_state[:n]
+        # vLLM's state indices are column 0 of its block table: a strided view. Kernels index a
+        # dense [N] vector, so give them one (a tiny async device copy; no sync).
+        idx = md.prefill_state_indices[:n].contiguous()
+        has_state = md.prefill_has_initial_state[:n].contiguous()
         conv_out = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata)
         q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b)
         pool, layout = engine_ops.state_pool(self)
