@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -84,7 +85,8 @@ def main(argv=None) -> int:
     qla = VLLMServer(args.model, common + args.qla_args.split(), env={**env, "QLA_VLLM_TRACE": str(trace)},
                      log_path=args.out / "server-qla.log", startup_timeout=args.startup_timeout)
     report: dict = {"model": str(args.model), "common_args": common, "ref": args.ref, "qla_args": args.qla_args,
-                    "tp": args.tp, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                    "tp": args.tp, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "QLA_BACKEND": os.environ.get("QLA_BACKEND", "auto")}
     t0 = time.time()
     try:
         # One at a time: two engines initialising at once on one GPU can misjudge free memory.

@@ -13,6 +13,9 @@
 #
 # Extra args go to gpu_vllm_check.py, e.g. `--no-eager` (CUDA graphs + torch.compile; slower start),
 # `--prefix-caching`, `--ref flashinfer`, `--qla-args "--gdn-prefill-backend qla"`.
+# qla-serve on CUDA uses its TileLang kernels; where they refuse a call the layer falls back to
+# vLLM's kernel (one log line; the JSON's qla_trace then counts only the calls qla-serve served).
+# QLA_BACKEND=reference forces qla-serve's PyTorch reference instead (checks the adapter alone).
 # Env: OUT (default bench_serving/results/gpu), TP (default 1; 2 on nvidia-h200-x2), WEIGHTS=random builds real random
 # weights with tiny_model.py's recipe instead of dummy ones (slower; more decisive greedy margins).
 set -euo pipefail

@@ -36,6 +36,50 @@ def platform_why_not(layer) -> str | None:
     return f"platform {current_platform.device_name!r} is not supported by the adapter (CUDA or CPU)"
 
 
+def kernel_why_not(layer, plan, act_dtype: torch.dtype) -> str | None:
+    """On CUDA, why no qla-serve *kernel* would take this prefill (``None``: one would).
+
+    qla-serve's dispatcher falls back to its PyTorch reference when its kernels refuse a call; in
+    a GPU server vLLM's own kernel beats that reference, so the layer falls back to vLLM instead.
+    On CPU the reference *is* the path (CI serves with it). ``QLA_BACKEND`` set to anything but
+    ``auto`` is honoured as is. The probe carries the real pool and plan and empty activations of
+    the real dtypes and head counts: what the kernels' checks read.
+    """
+    if not IS_CUDA:
+        return None
+    from qla_serve import dispatch
+
+    if dispatch.requested_backend() != "auto":
+        return None
+    pool, layout = state_pool(layer)
+    dev = pool.device
+    H, HV = layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size
+    Kd, Vd = layer.head_k_dim, layer.head_v_dim
+    probe = {
+        "q": torch.empty(0, H, Kd, dtype=act_dtype, device=dev),
+        "k": torch.empty(0, H, Kd, dtype=act_dtype, device=dev),
+        "v": torch.empty(0, HV, Vd, dtype=act_dtype, device=dev),
+        "g": torch.empty(0, HV, dtype=torch.float32, device=dev),
+        "beta": torch.empty(0, HV, dtype=torch.float32, device=dev),
+        "out": torch.empty(0, HV, Vd, dtype=act_dtype, device=dev),
+        "state_pool": pool, "state_layout": layout, "plan": plan, "checkpoints": None,
+        "use_qk_l2norm": False, "null_slot": 0,
+    }
+    refused = []
+    for backend in dispatch.BACKENDS:
+        if backend.name == "reference":
+            continue
+        try:
+            why = backend.why_not("prefill", probe)
+        except Exception as exc:  # a half-installed kernel package must not take the server down
+            why = f"check failed: {exc!r}"
+        if why is None:
+            return None
+        refused.append(f"{backend.name}: {why}")
+    return ("no qla-serve GPU kernel takes this call (" + "; ".join(refused) + "); vLLM's own kernel "
+            "beats qla-serve's PyTorch reference (set QLA_BACKEND=reference to use it anyway)")
+
+
 # ----------------------------------------------------------------------------------------------
 # vLLM's whole GDN core (decode, spec verify, profiling, and fallback)
 # ----------------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if md is None or md.num_prefills == 0 or md.spec_sequence_masks is not None:
             # The seam: decode, speculative verify and profiling stay on vLLM's kernels.
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
-        reason = self._qla_why_not(md)
+        reason = self._qla_why_not(md, mixed_qkv.dtype)
         if reason is not None:
             _say_once(logging.WARNING, "qla-serve: GDN prefill falls back to vLLM's own path: %s", reason)
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
@@ -153,7 +153,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         finally:
             table[self.prefix] = md
 
-    def _qla_why_not(self, md) -> str | None:
+    def _qla_why_not(self, md, act_dtype: torch.dtype) -> str | None:
         if os.environ.get(FALLBACK_ENV, "0") not in ("", "0"):
             return f"{FALLBACK_ENV} is set"
         plan = getattr(md, "qla_plan", None)
@@ -162,7 +162,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if plan.num_seqs != md.num_prefills or plan.total_tokens != md.num_prefill_tokens:
             return (f"plan describes {plan.num_seqs} sequences / {plan.total_tokens} tokens but the batch "
                     f"has {md.num_prefills} / {md.num_prefill_tokens}")
-        return engine_ops.platform_why_not(self)
+        return engine_ops.platform_why_not(self) or engine_ops.kernel_why_not(self, plan, act_dtype)
 
     def _qla_prefill(self, x, b, a, out, md) -> None:
         plan: PrefillPlan = md.qla_plan
