@@ -223,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"model": str(args.model), "host": platform.node(), "cpu_count": os.cpu_count(),
               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "common_args": common,
-              "workloads": [asdict(w) for w in workloads], "backends": {}}
+              "workloads": [asdict(w) for w in workloads], "backends": {},
+              "loadavg_start": os.getloadavg()}
 
     for b in backends:
         trace = args.out / f"trace-{b}.jsonl"
@@ -245,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         report["backends"][b] = {"args": BACKEND_ARGS[b], "startup_s": startup_s, "workloads": per,
                                  "qla_trace": count_trace(trace) if b == "qla" else None}
 
+    report["loadavg_end"] = os.getloadavg()
     md = table(report)
     notes = []
     for b, per in report["backends"].items():
@@ -255,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             notes.append(f"- `{b}`: {failed} failed requests.")
     text = (f"# Serving latency (ms), {report['started']}\n\nModel `{args.model.name}`; vllm serve "
-            f"`{' '.join(common)}`; {args.output_len} output tokens, greedy, ignore_eos.\n\n{md}\n\n" + "\n".join(notes) + "\n")
+            f"`{' '.join(common)}`; {args.output_len} output tokens, greedy, ignore_eos. One server at a time; "
+            f"{os.cpu_count()} CPUs, load average {report['loadavg_start'][0]:.1f} → {report['loadavg_end'][0]:.1f} "
+            f"(other processes on the host skew these figures).\n\n{md}\n\n" + "\n".join(notes) + "\n")
     (args.out / "results.json").write_text(json.dumps(report, indent=1))
     (args.out / "summary.md").write_text(text)
     print()
