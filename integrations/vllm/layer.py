@@ -12,8 +12,12 @@ When selected, one seam splits each step of a GDN layer (``_forward_core``):
   ``prefill_state_indices`` (``prefill_has_initial_state``; null block 0 → ``null_slot=0``), with
   a plan the metadata builder made from vLLM's CPU-side ``query_start_loc`` (no device→host sync).
 
-If qla-serve cannot take a call, the layer runs vLLM's path for it and says why once.
-Set ``QLA_VLLM_TRACE=/path/file`` to make each worker append one JSON line per qla prefill call.
+If qla-serve cannot take a call, the layer runs vLLM's path for it and says why once (on CUDA
+that includes "no qla-serve kernel takes it": vLLM's kernel beats qla-serve's PyTorch reference;
+``QLA_BACKEND=reference`` overrides). Environment:
+
+* ``QLA_VLLM_TRACE=/path/file``: each worker appends one JSON line per qla-serve prefill call;
+* ``QLA_VLLM_FORCE_FALLBACK=1``: run vLLM's own path for every call (debugging, tests).
 """
 from __future__ import annotations
 
