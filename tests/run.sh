@@ -8,7 +8,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 echo "== core: op contract, reference backend, CLI, kernel compile checks"
 bash .ci/setup-core.sh .venv
 bash .ci/setup-tilelang.sh .venv
-.venv/bin/python -m pytest -q tests --ignore=tests/vllm --ignore=tests/sglang
+QLA_COMPILE_ALL=1 .venv/bin/python -m pytest -q tests --ignore=tests/vllm --ignore=tests/sglang
 
 echo "== SGLang adapter (SGLang 0.5.23, CPU)"
 bash .ci/setup-sglang.sh .venv-sglang

@@ -201,3 +201,19 @@ def test_checkpoints_hold_state_before_each_chunk():
         assert rel_err(pool_to_kv(ck[0, c], "vk"), ref) < TOL_FP32
     assert torch.equal(ck[0, 3], torch.zeros_like(ck[0, 3]))   # sequence 1 starts from zero
     assert kv_to_pool(h0, "vk").shape == pool[1].shape
+
+
+def test_strided_index_columns():
+    """vLLM hands block_table[:, 0] (a strided column) as the state indices."""
+    lens = [30, 70]
+    block_table = torch.tensor([[2, 9, 9], [4, 9, 9]], dtype=torch.int32)
+    has = torch.tensor([[True, False], [False, True]])[:, 0]
+    assert not block_table[:, 0].is_contiguous()
+    _check_call(lens, 2, 4, slots_for=block_table[:, 0].tolist(), has_init=has.tolist())
+    q, k, v, g, beta, cu = make_inputs(lens, 2, 4)
+    pool = make_pool(5, 4)
+    ro, rs = oracle_for(q, k, v, g, beta, cu.tolist(), pool, [2, 4], [True, False])
+    out = gdn_prefill(q, k, v, g, beta, state_pool=pool, state_indices=block_table[:, 0], cu_seqlens=cu,
+                      has_initial_state=torch.tensor([True, False]))
+    assert rel_err(out, ro) < TOL_BF16_OUT
+    assert rel_err(pool_to_kv(pool[4], "vk"), rs[1]) < 2e-3

@@ -165,28 +165,6 @@ def variants_for_heads(
             for hi in has_initial_state for bv in block_v for pk in packed_qkv]
 
 
-def heads_from_config(config: dict[str, Any], tp_size: int = 1) -> tuple[int, int, int, int]:
-    """(H, HV, K, V) per tensor-parallel rank from a Hugging Face config.json dict (Qwen3-Next,
-    Qwen3.5: ``linear_num_key_heads``, ``linear_num_value_heads``, ``linear_key_head_dim``,
-    ``linear_value_head_dim``; a nested ``text_config`` is searched too)."""
-    cfg = config.get("text_config", config) if "linear_num_key_heads" not in config else config
-    try:
-        H, HV = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
-    except KeyError as exc:
-        raise ValueError(f"config has no GDN head counts ({exc.args[0]} missing)") from None
-    Kd = int(cfg.get("linear_key_head_dim", 128))
-    Vd = int(cfg.get("linear_value_head_dim", 128))
-    if H % tp_size or HV % tp_size:
-        raise ValueError(f"heads {H}/{HV} are not divisible by tensor-parallel size {tp_size}")
-    return H // tp_size, HV // tp_size, Kd, Vd
-
-
-def variants_for_config(config: dict[str, Any], tp_size: int = 1, **axes) -> list[Variant]:
-    """:func:`variants_for_heads` for a model's config.json (per TP rank); ``axes`` narrow the list."""
-    H, HV, Kd, Vd = heads_from_config(config, tp_size)
-    return variants_for_heads(H, HV, head_k_dim=Kd, head_v_dim=Vd, **axes)
-
-
 def _build_in_worker(var: Variant) -> None:
     """Process-pool entry: compile one variant into TileLang's disk cache."""
     kkt_kernel_for(var)
@@ -341,11 +319,12 @@ def gdn_prefill_hopper(
     fwd = fwd_kernel(var)
 
     dev = q.device
-    idx = state_indices if state_indices.dtype == torch.int32 else state_indices.to(torch.int32)
+    # The kernel reads both tables densely; engines may hand strided columns (vLLM's block_table[:, 0]).
+    idx = state_indices.to(torch.int32).contiguous()
     if has_initial_state is None:
         hinit = idx.view(torch.uint8)[:N]            # not read by the variant without the flag
     else:
-        hinit = has_initial_state.view(torch.uint8)
+        hinit = has_initial_state.contiguous().view(torch.uint8)
     cu = plan.cu_seqlens
     if T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
