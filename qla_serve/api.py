@@ -173,6 +173,9 @@ def gdn_prefill(
             raise ValueError(f"plan describes {plan.num_seqs} sequences but cu_seqlens describes {N}")
         if plan.device != dev:
             raise ValueError(f"plan was built for {plan.device} but q is on {dev}")
+        if not plan.checked_indices and state_indices.device.type == "cpu":
+            # Host-resident indices cost nothing to check; device ones are checked only by the plan.
+            check_slot_indices(state_indices.tolist(), state_pool.shape[0], null_slot)
     if plan.total_tokens != T:
         raise ValueError(f"cu_seqlens[-1] = {plan.total_tokens} must equal the number of tokens T = {T}")
     _check_out(out, (T, HV, Vd), v)

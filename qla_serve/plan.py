@@ -57,9 +57,7 @@ def _as_cpu_int_list(name: str, x: torch.Tensor | Sequence[int]) -> list[int]:
     return [int(v) for v in x]
 
 
-def check_slot_indices(
-    indices: Sequence[int], num_slots: int, null_slot: int | None, live: Sequence[bool] | None = None
-) -> None:
+def check_slot_indices(indices: Sequence[int], num_slots: int, null_slot: int | None) -> None:
     """Raise ValueError for a slot out of range or one slot shared by two live sequences.
 
     Negative indices and ``null_slot`` mark sequences to skip and may repeat.
@@ -72,8 +70,6 @@ def check_slot_indices(
             raise ValueError(
                 f"state_indices[{i}] = {s} is out of range for state_pool with {num_slots} slots"
             )
-        if live is not None and not live[i]:
-            continue
         if s in seen:
             raise ValueError(
                 f"state_indices: slot {s} is given to sequences {seen[s]} and {i}; "

@@ -168,3 +168,16 @@ def test_fallback_logs_once(monkeypatch, caplog):
     lines = [r.getMessage() for r in caplog.records if "tilelang unavailable" in r.getMessage()]
     assert lines == ["qla-serve: prefill backend tilelang unavailable for this call (needs a CUDA device, got cpu); "
                      "using reference"]
+
+
+def test_plan_without_indices_still_checks_host_indices():
+    """A plan built from lengths alone cannot vouch for the slots; CPU-resident indices are checked free."""
+    args = _good()
+    args["plan"] = plan_prefill(args["cu_seqlens"])
+    args["state_indices"] = torch.tensor([4, 1, 4])
+    pool = args["state_pool"]
+    before = pool.clone()
+    q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+    with pytest.raises(ValueError, match="slot 4 is given to sequences 0 and 2"):
+        gdn_prefill(q, k, v, g, beta, **args)
+    assert torch.equal(pool, before)
