@@ -65,7 +65,7 @@ if [ ! -d "$SHIM" ]; then
 fi
 
 # 3. qla-serve itself (editable, so the entry point tracks this checkout) + the bench client.
-"${PIP[@]}" install "torch==$TORCH_VERSION" -e "$ROOT[test]" aiohttp tokenizers
+"${PIP[@]}" install "torch==$TORCH_VERSION" -e "$ROOT[test]" aiohttp tokenizers matplotlib
 
 if ! ready; then
   echo "setup-vllm: $VENV was built but does not import cleanly; run:" >&2

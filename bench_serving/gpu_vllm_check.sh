@@ -24,32 +24,10 @@ cd "$ROOT"
 OUT="${OUT:-$ROOT/bench_serving/results/gpu}"
 TP="${TP:-1}"
 PY="${PYTHON:-python3}"
-mkdir -p "$OUT"
-{
-  echo "# $(date -u +%FT%TZ) gpu_vllm_check.sh"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-  "$PY" -c 'import torch, vllm; print("torch", torch.__version__, "vllm", vllm.__version__)'
-} | tee "$OUT/env.txt"
-
-"$PY" -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2 || true
-"$PY" - <<'PY'
-import importlib.metadata as md
-eps = [e.value for e in md.entry_points(group="vllm.general_plugins") if e.name == "qla"]
-assert eps, "qla-serve's vLLM entry point is not registered in this Python"
-import qla_serve.integrations.vllm as p
-print("qla plugin:", eps[0], "| vLLM", p.check_vllm_version())
-PY
+source "$ROOT/bench_serving/gpu_common.sh"
 
 MODEL="${MODEL_ROOT:-$ROOT/.work}/qwen3-next-80b-8l"   # outside $OUT: weights never travel back
 
-warm() {  # compile the TileLang variants before vLLM takes traffic (QLA_WARMUP=0 skips; failure is not fatal)
-  "$PY" -m qla_serve.cli info 2>&1 | tee "$OUT/qla-serve-info.txt" | tail -12 || true
-  [ "${QLA_WARMUP:-1}" = 1 ] || return 0
-  local t0=$SECONDS
-  "$PY" -m qla_serve.cli warmup --config "$1/config.json" --tp "$TP" --pool-dtype bf16 2>&1 | tail -5 \
-    || echo "qla-serve warmup failed; kernels compile on first use"
-  echo "warmup: $((SECONDS - t0)) s"
-}
 if [ "${WEIGHTS:-dummy}" = "random" ]; then
   "$PY" bench_serving/tiny_model.py "$MODEL-random" --preset qwen3-next-80b-8l
   warm "$MODEL-random"

@@ -1,17 +1,27 @@
-"""Serving latency, vLLM's own GDN prefill vs ``--attention-backend qla``: TTFT / TPOT / ITL / E2E.
+"""Serving latency runner: vLLM's own GDN backends vs ``--attention-backend qla`` (issue 7).
 
-For each backend: start ``vllm serve`` on 127.0.0.1, wait for health, warm up, drive it with a
-streaming aiohttp client (token-id prompts of fixed lengths, greedy, ``ignore_eos``), stop the
-server by PID. Prints a p50/p90/p99 table and writes ``<out>/results.json`` and ``<out>/summary.md``.
+For each backend and server configuration: start ``vllm serve`` on 127.0.0.1 (``server.py``),
+wait for health, warm up, drive named workloads with a streaming aiohttp client (token-id
+prompts, greedy, ``ignore_eos``), stop the server by PID. Every cell (backend, workload) is saved
+to ``<out>/results.json`` as soon as it finishes; a rerun skips the cells already there (resume)
+unless ``--fresh``. At the end ``<out>/summary.md`` and PNG plots are written from the JSON.
 
-CPU (the default; vLLM's CPU build, tiny Qwen3-Next built locally, a few minutes on 2 cores)::
+GDN share: every server runs with ``QLA_VLLM_STEP_TIMING`` (``integrations/vllm/timing.py``):
+the plugin's layer times the GDN core on each step that carries prefill tokens — for qla-serve
+and for vLLM's own path alike — and the runner assigns those steps to workloads by wall clock.
 
-    bash bench_serving/run_cpu.sh                       # venv + model + this runner
-    .venv-vllm/bin/python bench_serving/serve.py        # same, venv already built
+Backends (``--backends``): ``qla`` = ``--attention-backend qla``; ``auto`` = no GDN flag (vLLM's
+default: FlashInfer GDN prefill on sm_90; on vLLM's CPU build its CPU GDN op); ``triton`` =
+``--gdn-prefill-backend triton`` (CUDA only: vLLM's CPU op ignores the flag); ``flashinfer``.
 
-Backends: ``vllm`` (no plugin flags: vLLM's own GDN path) and ``qla`` (``--attention-backend qla``);
-``triton`` / ``flashinfer`` (``--gdn-prefill-backend ...``) are for CUDA machines. The qla server
-writes a trace (``QLA_VLLM_TRACE``) so the table can say how many prefill calls qla-serve served.
+Presets (``--preset``): ``h200`` (issue 7: prompts 2K/8K/32K at concurrency 1, a mixed-length
+stream at concurrency 4 and 16, a prefix-reuse stream at 16 with prefix caching on), ``cpu``
+(the same shapes shrunk for vLLM's CPU build and the tiny model), ``cpu-smoke`` (smaller still;
+the CI test). ``--workloads`` picks a subset by name; ``--list`` prints them.
+
+    bash bench_serving/run_cpu.sh                                  # CPU main job (preset cpu)
+    .venv-vllm/bin/python bench_serving/serve.py --preset cpu-smoke --workloads prompt-256-c1,mixed-c4
+    python bench_serving/serve.py --preset h200 --model .work/qwen3-next-80b-8l --out ...   # see run_h200.sh
 """
 from __future__ import annotations
 
@@ -33,23 +43,80 @@ sys.path.insert(0, str(HERE))
 
 from server import VLLMServer  # noqa: E402
 
-BACKEND_ARGS = {
-    "vllm": [],
-    "qla": ["--attention-backend", "qla"],
-    "triton": ["--gdn-prefill-backend", "triton"],
-    "flashinfer": ["--gdn-prefill-backend", "flashinfer"],
+BACKENDS = {
+    "qla": (["--attention-backend", "qla"], "qla-serve's GDN prefill (--attention-backend qla)"),
+    "auto": ([], "vLLM's default GDN prefill (FlashInfer on sm_90; the CPU GDN op on vLLM's CPU build)"),
+    "triton": (["--gdn-prefill-backend", "triton"], "vLLM's Triton (FLA) GDN prefill; CUDA only"),
+    "flashinfer": (["--gdn-prefill-backend", "flashinfer"], "vLLM's FlashInfer GDN prefill; CUDA only"),
 }
+ALIASES = {"vllm": "auto"}
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 PCTS = (50, 90, 99)
+TRACE_GLOB = "trace-{}.jsonl"      # .gitignore keeps bench_serving/results/**/trace-*.jsonl out of git
 
 
 @dataclass
 class Workload:
     name: str
-    prompt_len: int
+    kind: str                      # fixed | mixed | prefix
     concurrency: int
     num_requests: int
     output_len: int
+    prompt_lens: list[int]         # fixed: one length; mixed: lengths drawn from; prefix: suffix lengths
+    prefix_len: int = 0            # prefix: shared prefix length
+    prefix_caching: bool = False   # needs a server with --enable-prefix-caching
+
+    def prompts(self, seed: int, vocab: int) -> list[list[int]]:
+        rng = random.Random(seed)
+        tok = lambda n: [rng.randrange(3, vocab) for _ in range(n)]  # noqa: E731
+        if self.kind == "fixed":
+            return [tok(self.prompt_lens[0]) for _ in range(self.num_requests)]
+        if self.kind == "mixed":
+            return [tok(rng.choice(self.prompt_lens)) for _ in range(self.num_requests)]
+        prefix = tok(self.prefix_len)
+        return [prefix + tok(rng.choice(self.prompt_lens)) for _ in range(self.num_requests)]
+
+    @property
+    def max_len(self) -> int:
+        return self.prefix_len + max(self.prompt_lens)
+
+
+def _k(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def fixed(L, n, out):
+    return Workload(f"prompt-{_k(L)}-c1", "fixed", 1, n, out, [L])
+
+
+def mixed(lens, c, n, out):
+    return Workload(f"mixed-c{c}", "mixed", c, n, out, list(lens))
+
+
+def prefix(P, suffixes, c, n, out):
+    return Workload(f"prefix-c{c}", "prefix", c, n, out, list(suffixes), P, True)
+
+
+# Server settings per preset: max_model_len, max_num_batched_tokens, eager, vocab of random ids.
+PRESETS = {
+    "h200": dict(
+        workloads=[fixed(2048, 8, 64), fixed(8192, 8, 64), fixed(32768, 4, 64),
+                   mixed([256, 512, 1024, 2048, 4096, 8192], 4, 32, 64),
+                   mixed([256, 512, 1024, 2048, 4096, 8192], 16, 64, 64),
+                   prefix(8192, [128, 256, 512, 1024], 16, 48, 64)],
+        max_model_len=33792, max_num_batched_tokens=8192, eager=False, vocab=2048,
+        model=ROOT / ".work" / "qwen3-next-80b-8l-e512"),
+    "cpu": dict(
+        workloads=[fixed(512, 3, 16), fixed(2048, 3, 16),
+                   mixed([64, 128, 256, 512, 1024], 4, 8, 16),
+                   prefix(1024, [32, 64, 128], 4, 6, 16)],
+        max_model_len=4096, max_num_batched_tokens=512, eager=True, vocab=2048,
+        model=ROOT / ".work" / "tiny-qwen3-next"),
+    "cpu-smoke": dict(
+        workloads=[fixed(256, 2, 6), mixed([32, 96, 200], 3, 3, 6), prefix(256, [16, 48], 2, 3, 6)],
+        max_model_len=2048, max_num_batched_tokens=128, eager=True, vocab=2048,
+        model=ROOT / ".work" / "tiny-qwen3-next"),
+}
 
 
 @dataclass
@@ -68,19 +135,9 @@ class RequestResult:
         return (self.e2e_ms - self.ttft_ms) / (self.output_tokens - 1)
 
 
-def default_workloads(prompt_lens: list[int], concurrency: list[int], num_requests: int, output_len: int) -> list[Workload]:
-    out = []
-    for c in concurrency:
-        for L in prompt_lens:
-            out.append(Workload(f"p{L}-c{c}", L, c, max(num_requests, c), output_len))
-    return out
-
-
-def make_prompts(n: int, length: int, seed: int) -> list[list[int]]:
-    rng = random.Random(seed)
-    return [[rng.randrange(3, 2048) for _ in range(length)] for _ in range(n)]
-
-
+# ----------------------------------------------------------------------------------------------
+# Client
+# ----------------------------------------------------------------------------------------------
 async def _one(session, url: str, model: str, ids: list[int], output_len: int) -> RequestResult:
     body = {"model": model, "prompt": ids, "max_tokens": output_len, "temperature": 0.0,
             "ignore_eos": True, "stream": True}
@@ -113,20 +170,20 @@ async def _one(session, url: str, model: str, ids: list[int], output_len: int) -
     except Exception as exc:  # report, do not crash the run
         return RequestResult(len(ids), n, 0.0, 0.0, error=repr(exc))
     e2e = time.perf_counter() - t0
+    if n < output_len:
+        return RequestResult(len(ids), n, 0.0, 0.0, error=f"stream ended after {n}/{output_len} tokens")
     return RequestResult(len(ids), n, (ttft or e2e) * 1e3, e2e * 1e3, itl)
 
 
-async def run_workload(url: str, model: str, wl: Workload, seed: int, progress=None) -> list[RequestResult]:
+async def drive(url: str, model: str, prompts: list[list[int]], concurrency: int, output_len: int,
+                progress=None) -> list[RequestResult]:
     import aiohttp
 
-    prompts = make_prompts(wl.num_requests, wl.prompt_len, seed)
-    sem = asyncio.Semaphore(wl.concurrency)
-    timeout = aiohttp.ClientTimeout(total=1800)
-
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    sem = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3600)) as session:
         async def limited(ids):
             async with sem:
-                res = await _one(session, url, model, ids, wl.output_len)
+                res = await _one(session, url, model, ids, output_len)
                 if progress is not None:
                     progress.update(1)
                 return res
@@ -134,6 +191,9 @@ async def run_workload(url: str, model: str, wl: Workload, seed: int, progress=N
         return await asyncio.gather(*(limited(p) for p in prompts))
 
 
+# ----------------------------------------------------------------------------------------------
+# Statistics
+# ----------------------------------------------------------------------------------------------
 def percentile(xs: list[float], p: float) -> float | None:
     if not xs:
         return None
@@ -152,120 +212,388 @@ def summarize(results: list[RequestResult]) -> dict:
         "e2e_ms": [r.e2e_ms for r in ok],
     }
     out = {"requests": len(results), "failed": len(results) - len(ok),
-           "errors": sorted({r.error for r in results if r.error})[:5]}
+           "errors": sorted({r.error for r in results if r.error})[:5],
+           "prompt_tokens": sum(r.prompt_len for r in results)}
     for m, xs in series.items():
         out[m] = {f"p{p}": percentile(xs, p) for p in PCTS}
         out[m]["mean"] = statistics.fmean(xs) if xs else None
     return out
 
 
-def count_trace(path: Path) -> dict:
+def read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
-        return {"calls": 0, "tokens": 0}
-    calls = tokens = 0
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        calls += 1
-        tokens += rec["tokens"]
-    return {"calls": calls, "tokens": tokens}
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}"
+def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None) -> dict:
+    """GDN figures of the prefill steps that began inside [t0, t1] (one value per worker, averaged)."""
+    per_pid: dict[int, list[dict]] = {}
+    for s in steps:
+        if t0 <= s["t"] <= t1:
+            per_pid.setdefault(s["pid"], []).append(s)
+    if not per_pid:
+        return {"steps": 0}
+    rows = []
+    for recs in per_pid.values():
+        gdn = sum(r["gdn_ms"] for r in recs)
+        step = sum(r["step_ms"] for r in recs)
+        rows.append({"steps": len(recs), "gdn_ms_total": gdn, "gdn_ms_per_step": gdn / len(recs),
+                     "step_ms_per_step": step / len(recs), "share_of_step": gdn / step if step else None,
+                     "share_of_wall": gdn / ((t1 - t0) * 1e3),
+                     "share_of_ttft": gdn / ttft_sum_ms if ttft_sum_ms else None,
+                     "prefill_tokens": sum(r["prefill_tokens"] for r in recs),
+                     "backend_path": sorted({r["backend"] for r in recs})})
+    out = {"workers": len(rows)}
+    for k in rows[0]:
+        vals = [r[k] for r in rows]
+        out[k] = vals[0] if k == "backend_path" else (
+            None if any(v is None for v in vals) else statistics.fmean(vals))
+    out["steps"] = int(out["steps"])
+    return out
 
 
-def table(report: dict) -> str:
+# ----------------------------------------------------------------------------------------------
+# Report: markdown + plots, always rebuilt from the JSON
+# ----------------------------------------------------------------------------------------------
+def fmt(x, spec=".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def cells(report: dict):
+    for b, per in report["cells"].items():
+        for w, s in per.items():
+            yield b, w, s
+
+
+def markdown(report: dict) -> str:
+    cfg = report["config"]
     head = "| backend | workload | reqs | fail | " + " | ".join(
         f"{m.split('_')[0].upper()} p{p}" for m in METRICS for p in PCTS) + " |"
-    sep = "|" + "---|" * (4 + len(METRICS) * len(PCTS))
-    rows = [head, sep]
-    for b, per in report["backends"].items():
-        for wname, s in per["workloads"].items():
-            rows.append(f"| {b} | {wname} | {s['requests']} | {s['failed']} | " + " | ".join(
-                fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
-    return "\n".join(rows)
+    lat = [head, "|" + "---|" * (4 + len(METRICS) * len(PCTS))]
+    gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | step ms | GDN share of step | "
+           "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls |", "|" + "---|" * 9]
+    for b, w, s in cells(report):
+        lat.append(f"| {b} | {w} | {s['requests']} | {s['failed']} | " + " | ".join(
+            fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
+        g = s.get("gdn") or {}
+        pct = lambda x: fmt(None if x is None else 100 * x, ".1f") + ("%" if x is not None else "")  # noqa: E731
+        gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
+                   f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
+                   f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
+                   f"{s.get('qla_calls', '-') if b == 'qla' else '-'} |")
+    # qla vs the best baseline, TTFT p50 / TPOT p50 (issue 7 targets)
+    cmp = []
+    base = [b for b in report["cells"] if b != "qla"]
+    if "qla" in report["cells"] and base:
+        cmp = ["| workload | qla TTFT p50 | best baseline TTFT p50 | ratio | qla TPOT p50 | baseline TPOT p50 | "
+               "GDN ms/step qla / best baseline |", "|" + "---|" * 7]
+        for w, s in report["cells"]["qla"].items():
+            bs = [(report["cells"][b][w], b) for b in base if w in report["cells"][b]]
+            if not bs:
+                continue
+            best, bn = min(bs, key=lambda x: x[0]["ttft_ms"]["p50"] or float("inf"))
+            q, r = s["ttft_ms"]["p50"], best["ttft_ms"]["p50"]
+            gq, gr = (s.get("gdn") or {}).get("gdn_ms_per_step"), (best.get("gdn") or {}).get("gdn_ms_per_step")
+            cmp.append(f"| {w} | {fmt(q)} | {fmt(r)} ({bn}) | {fmt(q / r if q and r else None, '.2f')} | "
+                       f"{fmt(s['tpot_ms']['p50'])} | {fmt(best['tpot_ms']['p50'])} | "
+                       f"{fmt(gq, '.2f')} / {fmt(gr, '.2f')} |")
+    wl = "\n".join(f"- `{w['name']}`: {w['kind']}, concurrency {w['concurrency']}, {w['num_requests']} requests, "
+                   f"prompt lengths {w['prompt_lens']}" + (f" after a shared {w['prefix_len']}-token prefix "
+                   "(prefix caching on)" if w["kind"] == "prefix" else "") + f", {w['output_len']} output tokens"
+                   for w in report["workloads"])
+    bk = "\n".join(f"- `{b}`: {BACKENDS[b][1]}; `{' '.join(BACKENDS[b][0]) or '(no flag)'}`" for b in report["cells"])
+    failed = sum(s["failed"] for _, _, s in cells(report))
+    return f"""# Serving latency, preset `{cfg['preset']}` ({report['updated']})
+
+Model `{cfg['model']}`; vllm serve `{' '.join(cfg['common_args'])}`; prefix caching
+{cfg.get('prefix_caching', 'on for prefix workloads only')}; greedy, `ignore_eos`, one server at a time. Host: {report['host']['node']},
+{report['host']['cpu_count']} CPUs{', ' + report['host']['gpu'] if report['host'].get('gpu') else ''};
+load average per cell in results.json (on a shared host other processes skew these figures).
+Failed requests: {failed}.
+
+Backends:
+{bk}
+
+Workloads:
+{wl}
+
+## Latency (ms)
+
+{chr(10).join(lat)}
+
+## GDN prefill share
+
+The plugin's layer times the GDN core (causal conv + gating prep + chunked recurrence, all GDN
+layers of a step) on every engine step that carries prefill tokens, for every backend
+(`QLA_VLLM_STEP_TIMING`; CUDA events on GPU, perf_counter on CPU). "step ms" is the interval
+between consecutive steps (forward + scheduling; with full CUDA graphs decode-only steps are not
+seen, so it can be an overestimate). "share of TTFT" = GDN time of the window's prefill steps /
+summed TTFT, for concurrency-1 workloads; "share of wall" = GDN time / the workload's wall time.
+
+{chr(10).join(gdn)}
+
+{"## qla vs the best baseline" + chr(10) + chr(10) + chr(10).join(cmp) if cmp else ""}
+"""
+
+
+def plots(report: dict, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    wl = {w["name"]: w for w in report["workloads"]}
+    styles = {50: "-", 90: "--", 99: ":"}
+    colors = {b: c for b, c in zip(BACKENDS, ["tab:red", "tab:blue", "tab:green", "tab:orange"])}
+    written = []
+
+    def figure(title, xlabel, pick, fname, logx):
+        fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
+        any_pts = False
+        for ax, m in zip(axes, METRICS):
+            for b, per in report["cells"].items():
+                series: dict[str, list] = {}
+                for w, s in per.items():
+                    got = pick(wl[w]) if w in wl else None
+                    if got is not None:
+                        series.setdefault(got[0], []).append((got[1], s))
+                for label, pts in series.items():
+                    pts.sort(key=lambda t: t[0])
+                    any_pts = True
+                    for p in PCTS:
+                        ys = [s[m][f"p{p}"] for _, s in pts]
+                        ax.plot([x for x, _ in pts], [float("nan") if y is None else y for y in ys], styles[p],
+                                marker="o" if label == "mixed" else "s", ms=3, color=colors.get(b),
+                                label=f"{b}{' ' + label if label else ''} p{p}")
+            ax.set_title(m.replace("_ms", "").upper() + " (ms)")
+            ax.set_xlabel(xlabel)
+            if logx:
+                ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=7)
+        fig.suptitle(title)
+        fig.tight_layout()
+        if any_pts:
+            fig.savefig(out / fname, dpi=110)
+            written.append(out / fname)
+        plt.close(fig)
+
+    figure("Latency vs prompt length (concurrency 1)", "prompt tokens",
+           lambda w: ("", w["prompt_lens"][0]) if w["kind"] == "fixed" and w["concurrency"] == 1 else None,
+           "latency_vs_prompt_len.png", True)
+    figure("Latency vs concurrency (mixed-length and prefix-reuse streams)", "concurrency",
+           lambda w: (w["kind"], w["concurrency"]) if w["kind"] in ("mixed", "prefix") else None,
+           "latency_vs_concurrency.png", False)
+
+    # GDN prefill ms per step and share of step time, per workload and backend
+    names = [w["name"] for w in report["workloads"] if any(w["name"] in per for per in report["cells"].values())]
+    if names:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(14, 4.2))
+        bs = list(report["cells"])
+        width = 0.8 / max(len(bs), 1)
+        for i, b in enumerate(bs):
+            g = [(report["cells"][b].get(n) or {}).get("gdn") or {} for n in names]
+            xs = [j + i * width for j in range(len(names))]
+            a1.bar(xs, [x.get("gdn_ms_per_step") or 0 for x in g], width, label=b, color=colors.get(b))
+            a2.bar(xs, [100 * (x.get("share_of_step") or 0) for x in g], width, label=b, color=colors.get(b))
+        for ax, t in ((a1, "GDN prefill ms per step"), (a2, "GDN share of step time (%)")):
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, rotation=20, fontsize=8)
+            ax.set_title(t)
+            ax.grid(alpha=0.3, axis="y")
+        a1.legend()
+        fig.tight_layout()
+        fig.savefig(out / "gdn_share.png", dpi=110)
+        written.append(out / "gdn_share.png")
+        plt.close(fig)
+    return written
+
+
+def write_report(report: dict, out: Path, with_plots: bool = True) -> list[Path]:
+    report["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (out / "results.json").write_text(json.dumps(report, indent=1))
+    (out / "summary.md").write_text(markdown(report))
+    return plots(report, out) if with_plots else []
+
+
+# ----------------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------------
+def gpu_name() -> str | None:
+    try:
+        import subprocess
+
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=20).stdout.strip().replace("\n", ", ") or None
+    except Exception:
+        return None
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    ap.add_argument("--workloads", default="", help="comma list of workload names of the preset (default: all)")
+    ap.add_argument("--list", action="store_true", help="print the preset's workloads and exit")
+    ap.add_argument("--backends", default="", help=f"comma list of {', '.join(BACKENDS)} "
+                    "(default: qla,auto on CPU presets; qla,auto,triton on h200)")
+    ap.add_argument("--model", type=Path, default=None, help="model folder (CPU presets build the tiny one)")
+    ap.add_argument("--out", type=Path, default=None, help="default bench_serving/results/<preset>")
+    ap.add_argument("--fresh", action="store_true", help="discard results.json instead of resuming")
+    ap.add_argument("--num-requests", type=int, default=None, help="override every workload's request count")
+    ap.add_argument("--output-len", type=int, default=None)
+    ap.add_argument("--max-num-batched-tokens", type=int, default=None)
+    ap.add_argument("--max-model-len", type=int, default=None)
+    ap.add_argument("--eager", action=argparse.BooleanOptionalAction, default=None,
+                    help="--enforce-eager (CPU presets: on, compile takes minutes; h200: off, CUDA graphs on)")
+    ap.add_argument("--tp", type=int, default=1)
+    ap.add_argument("--load-format", default=None, help="e.g. dummy (h200 default)")
+    ap.add_argument("--gpu-memory-utilization", default=None)
+    ap.add_argument("--extra-args", default="", help="more `vllm serve` args for every backend")
+    ap.add_argument("--startup-timeout", type=float, default=900)
+    ap.add_argument("--one-server", action="store_true",
+                    help="one server per backend, prefix caching on for every workload (halves server starts)")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    return ap, ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=ROOT / ".work" / "tiny-qwen3-next",
-                    help="model folder (built here with tiny_model.py if it is missing)")
-    ap.add_argument("--backends", default="vllm,qla", help=f"comma list of {', '.join(BACKEND_ARGS)}")
-    ap.add_argument("--prompt-lens", default="128,512,2000")
-    ap.add_argument("--concurrency", default="1,4")
-    ap.add_argument("--num-requests", type=int, default=4, help="requests per workload (≥ concurrency)")
-    ap.add_argument("--output-len", type=int, default=16)
-    ap.add_argument("--max-num-batched-tokens", type=int, default=512)
-    ap.add_argument("--extra-args", default="", help="more `vllm serve` args for every backend")
-    ap.add_argument("--eager", action=argparse.BooleanOptionalAction, default=True,
-                    help="--enforce-eager (default on: CPU compile takes minutes)")
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "cpu")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    ap, args = parse_args(argv)
+    P = PRESETS[args.preset]
+    cpu = args.preset.startswith("cpu")
+    workloads = [Workload(**asdict(w)) for w in P["workloads"]]
+    if args.workloads:
+        want = [x.strip() for x in args.workloads.split(",") if x.strip()]
+        unknown = set(want) - {w.name for w in workloads}
+        if unknown:
+            ap.error(f"unknown workloads {sorted(unknown)}; preset {args.preset} has {[w.name for w in workloads]}")
+        workloads = [w for w in workloads if w.name in want]
+    for w in workloads:
+        if args.num_requests:
+            w.num_requests = max(args.num_requests, 1)
+        if args.output_len:
+            w.output_len = args.output_len
+    if args.list:
+        for w in workloads:
+            print(json.dumps(asdict(w)))
+        return 0
+    backends = [ALIASES.get(b.strip(), b.strip()) for b in (args.backends or ("qla,auto" if cpu else "qla,auto,triton")).split(",")
+                if b.strip()]
+    for b in backends:
+        if b not in BACKENDS:
+            ap.error(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
+        if cpu and b in ("triton", "flashinfer"):
+            print(f"note: on vLLM's CPU build `{b}` runs the same CPU GDN op as `auto`", flush=True)
+
+    model = args.model or P["model"]
+    if cpu and not (model / "config.json").exists():
+        import tiny_model
+
+        print(f"building tiny Qwen3-Next model in {model}", flush=True)
+        tiny_model.build(model, seed=args.seed)
+    max_model_len = args.max_model_len or max(P["max_model_len"], max(w.max_len + w.output_len for w in workloads))
+    mnbt = args.max_num_batched_tokens or P["max_num_batched_tokens"]
+    eager = P["eager"] if args.eager is None else args.eager
+    common = ["--max-model-len", str(max_model_len), "--max-num-batched-tokens", str(mnbt),
+              "--seed", str(args.seed)]
+    if args.tp > 1:
+        common += ["--tensor-parallel-size", str(args.tp)]
+    load_format = args.load_format or (None if cpu else "dummy")
+    if load_format:
+        common += ["--load-format", load_format]
+    if args.gpu_memory_utilization:
+        common += ["--gpu-memory-utilization", args.gpu_memory_utilization]
+    if eager:
+        common.append("--enforce-eager")
+    common += args.extra_args.split()
+
+    out = args.out or HERE / "results" / args.preset
+    out.mkdir(parents=True, exist_ok=True)
+    config = {"preset": args.preset, "model": str(model), "common_args": common,
+              "prefix_caching": "on for every workload" if args.one_server else "on for prefix workloads only"}
+    report = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() and not args.fresh else None
+    if report is not None and report.get("config") != config:
+        print(f"error: {out / 'results.json'} was made with another configuration:\n  {report.get('config')}\n"
+              f"  now {config}\nrerun with --fresh (discards it) or another --out", file=sys.stderr)
+        return 2
+    if report is None:
+        report = {"config": config, "cells": {}, "workloads": [],
+                  "host": {"node": platform.node(), "cpu_count": os.cpu_count(), "gpu": None if cpu else gpu_name()},
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    known = {w["name"] for w in report["workloads"]}
+    report["workloads"] += [asdict(w) for w in workloads if w.name not in known]
 
     from tqdm import tqdm
 
-    import tiny_model
-
-    if not (args.model / tiny_model.MARKER).exists() and not (args.model / "config.json").exists():
-        print(f"building tiny Qwen3-Next model in {args.model}", flush=True)
-        tiny_model.build(args.model, seed=args.seed)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    vocab = P["vocab"]
+    group = (lambda w: True) if args.one_server else (lambda w: w.prefix_caching)
     for b in backends:
-        if b not in BACKEND_ARGS:
-            ap.error(f"unknown backend {b!r}; choose from {', '.join(BACKEND_ARGS)}")
-    workloads = default_workloads([int(x) for x in args.prompt_lens.split(",")],
-                                  [int(x) for x in args.concurrency.split(",")], args.num_requests, args.output_len)
-    common = ["--max-model-len", "4096", "--max-num-batched-tokens", str(args.max_num_batched_tokens),
-              "--seed", str(args.seed), *args.extra_args.split()]
-    if args.eager:
-        common.append("--enforce-eager")
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {"model": str(args.model), "host": platform.node(), "cpu_count": os.cpu_count(),
-              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "common_args": common,
-              "workloads": [asdict(w) for w in workloads], "backends": {},
-              "loadavg_start": os.getloadavg()}
-
-    for b in backends:
-        trace = args.out / f"trace-{b}.jsonl"
-        trace.unlink(missing_ok=True)
-        env = {"QLA_VLLM_TRACE": str(trace)} if b == "qla" else {}
-        t0 = time.perf_counter()
-        print(f"[{b}] starting vllm serve {' '.join(BACKEND_ARGS[b] + common)}", flush=True)
-        with VLLMServer(args.model, BACKEND_ARGS[b] + common, env=env, log_path=args.out / f"server-{b}.log") as srv:
-            startup_s = time.perf_counter() - t0
-            print(f"[{b}] healthy after {startup_s:.0f}s (pid {srv.proc.pid}); warming up", flush=True)
-            for L in sorted({w.prompt_len for w in workloads}):   # first touch of each shape
-                asyncio.run(run_workload(srv.url, srv.served_name, Workload("warmup", L, 1, 1, 4), args.seed + 99))
-            per: dict[str, dict] = {}
-            total = sum(w.num_requests for w in workloads)
-            with tqdm(total=total, desc=f"{b}", unit="req") as bar:
-                for i, wl in enumerate(workloads):
-                    res = asyncio.run(run_workload(srv.url, srv.served_name, wl, args.seed + i, bar))
-                    per[wl.name] = summarize(res)
-        report["backends"][b] = {"args": BACKEND_ARGS[b], "startup_s": startup_s, "workloads": per,
-                                 "qla_trace": count_trace(trace) if b == "qla" else None}
-
-    report["loadavg_end"] = os.getloadavg()
-    md = table(report)
-    notes = []
-    for b, per in report["backends"].items():
-        if per["qla_trace"] is not None:
-            t = per["qla_trace"]
-            notes.append(f"- `{b}`: qla-serve served {t['calls']} GDN prefill calls ({t['tokens']} tokens) in the worker.")
-        failed = sum(s["failed"] for s in per["workloads"].values())
-        if failed:
-            notes.append(f"- `{b}`: {failed} failed requests.")
-    text = (f"# Serving latency (ms), {report['started']}\n\nModel `{args.model.name}`; vllm serve "
-            f"`{' '.join(common)}`; {args.output_len} output tokens, greedy, ignore_eos. One server at a time; "
-            f"{os.cpu_count()} CPUs, load average {report['loadavg_start'][0]:.1f} → {report['loadavg_end'][0]:.1f} "
-            f"(other processes on the host skew these figures).\n\n{md}\n\n" + "\n".join(notes) + "\n")
-    (args.out / "results.json").write_text(json.dumps(report, indent=1))
-    (args.out / "summary.md").write_text(text)
+        for pc in (False, True):
+            todo = [w for w in workloads if group(w) == pc and w.name not in report["cells"].get(b, {})]
+            skipped = [w.name for w in workloads if group(w) == pc and w.name in report["cells"].get(b, {})]
+            if skipped:
+                print(f"[{b}] resume: {', '.join(skipped)} already in results.json (--fresh reruns)", flush=True)
+            if not todo:
+                continue
+            tag = f"{b}{'-prefix' if pc else ''}"
+            trace, steps_path = out / TRACE_GLOB.format(tag), out / TRACE_GLOB.format(f"steps-{tag}")
+            trace.unlink(missing_ok=True)
+            steps_path.unlink(missing_ok=True)
+            env = {"QLA_VLLM_STEP_TIMING": str(steps_path)}
+            if b == "qla":
+                env["QLA_VLLM_TRACE"] = str(trace)
+            args_b = BACKENDS[b][0] + common + ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
+            print(f"[{tag}] vllm serve {' '.join(args_b)}", flush=True)
+            t0 = time.perf_counter()
+            srv = VLLMServer(model, args_b, env=env, log_path=out / f"server-{tag}.log",
+                             startup_timeout=args.startup_timeout)
+            windows = []
+            try:
+                srv.start()
+                startup_s = time.perf_counter() - t0
+                print(f"[{tag}] healthy after {startup_s:.0f}s (pid {srv.proc.pid}); warming up", flush=True)
+                warm = sorted({L for w in todo for L in ([w.max_len] if w.kind != "mixed" else w.prompt_lens)})
+                rng = random.Random(args.seed + 7)
+                asyncio.run(drive(srv.url, srv.served_name, [[rng.randrange(3, vocab) for _ in range(L)] for L in warm],
+                                  1, 4))
+                for w in todo:
+                    prompts = w.prompts(args.seed + sum(map(ord, w.name)), vocab)
+                    load0 = os.getloadavg()
+                    with tqdm(total=len(prompts), desc=f"{tag} {w.name}", unit="req") as bar:
+                        ta = time.time()
+                        res = asyncio.run(drive(srv.url, srv.served_name, prompts, w.concurrency, w.output_len, bar))
+                        tb = time.time()
+                    s = summarize(res)
+                    s.update(startup_s=startup_s, loadavg=[load0[0], os.getloadavg()[0]], wall_s=tb - ta)
+                    windows.append((w, s, ta, tb, [r for r in res if r.error is None]))
+                # Steps are written when the next step starts: two 1-token requests flush the last ones.
+                for _ in range(2):
+                    asyncio.run(drive(srv.url, srv.served_name, [[5]], 1, 2))
+                time.sleep(0.5)
+            finally:
+                srv.stop()
+            steps = read_jsonl(steps_path)
+            calls = read_jsonl(trace)
+            for w, s, ta, tb, ok in windows:
+                ttft_sum = sum(r.ttft_ms for r in ok) if w.concurrency == 1 else None
+                s["gdn"] = gdn_share(steps, ta, tb, ttft_sum)
+                if b == "qla":
+                    s["qla_calls"] = sum(1 for c in calls if ta <= c.get("t", ta) <= tb) if calls and "t" in calls[0] \
+                        else len(calls)
+                report["cells"].setdefault(b, {})[w.name] = s
+                g = s["gdn"]
+                print(f"[{tag}] {w.name}: TTFT p50 {fmt(s['ttft_ms']['p50'])} ms, TPOT p50 {fmt(s['tpot_ms']['p50'])} ms, "
+                      f"failed {s['failed']}; GDN {fmt(g.get('gdn_ms_per_step'), '.2f')} ms/step over {g['steps']} "
+                      f"prefill steps, share of step {fmt(100 * g['share_of_step'] if g.get('share_of_step') else None)}%",
+                      flush=True)
+            write_report(report, out, with_plots=False)      # resume point
+    written = write_report(report, out, with_plots=not args.no_plots)
     print()
-    print(text)
-    print(f"wrote {args.out / 'results.json'} and {args.out / 'summary.md'}")
-    return 0 if all(s["failed"] == 0 for per in report["backends"].values() for s in per["workloads"].values()) else 1
+    print((out / "summary.md").read_text())
+    print(f"wrote {out / 'results.json'}, {out / 'summary.md'}" + "".join(f", {p.name}" for p in written))
+    sel = [report["cells"].get(b, {}).get(w.name) for b in backends for w in workloads]
+    return 0 if all(s is not None and s["failed"] == 0 for s in sel) else 1
 
 
 if __name__ == "__main__":

@@ -72,6 +72,18 @@ PRESETS = {
         num_experts=64, num_experts_per_tok=10, moe_intermediate_size=512,
         shared_expert_intermediate_size=512, max_position_embeddings=32768),
 }
+# The serving benchmark (run_h200.sh): all 512 experts (top-10, 512 wide) as in the real model;
+# depth reduced to 8 layers (6 GDN + 2 full attention; 48 in the real model: 512 experts x 48
+# layers is ~155 GB of bf16 weights, more than one H200). The per-layer step is the real one, so
+# the GDN share of a step is the real model's up to the embedding / LM head.
+PRESETS["qwen3-next-80b-8l-e512"] = {**PRESETS["qwen3-next-80b-8l"], "num_experts": 512,
+                                     "max_position_embeddings": 65536}
+# One rank of the model at TP 8 (no communication): GDN 2/8 heads, attention 2 q / 1 kv heads,
+# MoE experts and shared expert split 8 ways (512 -> 64 wide), hidden 2048 as in the full model.
+PRESETS["qwen3-next-80b-8l-e512-tp8rank"] = {
+    **PRESETS["qwen3-next-80b-8l-e512"], "linear_num_key_heads": 2, "linear_num_value_heads": 8,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 704,
+    "moe_intermediate_size": 64, "shared_expert_intermediate_size": 64}
 
 
 def synthetic_corpus(seed: int, n_lines: int = 4000) -> list[str]:

@@ -17,7 +17,10 @@ that includes "no qla-serve kernel takes it": vLLM's kernel beats qla-serve's Py
 ``QLA_BACKEND=reference`` overrides). Environment:
 
 * ``QLA_VLLM_TRACE=/path/file``: each worker appends one JSON line per qla-serve prefill call;
-* ``QLA_VLLM_FORCE_FALLBACK=1``: run vLLM's own path for every call (debugging, tests).
+* ``QLA_VLLM_FORCE_FALLBACK=1``: run vLLM's own path for every call (debugging, tests);
+* ``QLA_VLLM_STEP_TIMING=/path/file``: per-step wall time of the GDN core on prefill steps, for
+  qla-serve and for vLLM's own path alike (``timing.py``; benchmarks). On CPU this routes vLLM's
+  own path through the same generic forward as qla-serve (same CPU op, timed at the core).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 from typing import Any
 
 import torch
@@ -41,7 +45,7 @@ from vllm.v1.attention.backends.gdn_attn import (
 from qla_serve import gdn_prefill, plan_prefill
 from qla_serve.plan import PrefillPlan
 
-from . import engine_ops
+from . import engine_ops, timing
 from .selection import qla_requested
 
 logger = logging.getLogger("vllm.qla_serve")  # under "vllm" so vLLM's log handler prints it
@@ -114,13 +118,24 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
     # vLLM's CPU forward calls its CPU op, which never reaches _forward_core; with qla-serve on, use
     # vLLM's generic forward instead: projections → vllm::qwen_gdn_attention_core → _forward_core.
     def forward_cpu(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        if not self.qla_enabled:
+        if not self.qla_enabled and timing.timer() is None:
             return super().forward_cpu(hidden_states)
         return self.forward_cuda(hidden_states)
 
     def _forward_core(self, mixed_qkv, b, a, core_attn_out):
-        if not self.qla_enabled:
-            return super()._forward_core(mixed_qkv=mixed_qkv, b=b, a=a, core_attn_out=core_attn_out)
+        tm = timing.timer()
+        if tm is not None:
+            md = _layer_metadata(self.prefix)
+            if md is not None:
+                tm.mark(self.prefix)
+                if md.num_prefills > 0 and md.spec_sequence_masks is None:
+                    return tm.run("qla" if self.qla_enabled else "vllm", md, self._core,
+                                  mixed_qkv, b, a, core_attn_out)
+        return self._core(mixed_qkv, b, a, core_attn_out)
+
+    def _core(self, mixed_qkv, b, a, core_attn_out):
+        if not self.qla_enabled:  # vLLM's core (on CPU only reached with timing on: see forward_cpu)
+            return self._vllm_core(mixed_qkv, b, a, core_attn_out)
         md = _layer_metadata(self.prefix)
         if md is None or md.num_prefills == 0 or md.spec_sequence_masks is not None:
             # The seam: decode, speculative verify and profiling stay on vLLM's kernels.
@@ -198,7 +213,7 @@ def _trace(prefix: str, plan: PrefillPlan, md) -> None:
     path = os.environ.get(TRACE_ENV)
     if not path:
         return
-    rec = {"pid": os.getpid(), "layer": prefix, "seqs": plan.num_seqs, "tokens": plan.total_tokens,
+    rec = {"pid": os.getpid(), "t": time.time(), "layer": prefix, "seqs": plan.num_seqs, "tokens": plan.total_tokens,
            "max_seqlen": plan.max_seqlen, "decodes": md.num_decodes}
     with open(path, "a") as f:
         f.write(json.dumps(rec) + "\n")

@@ -1,0 +1,107 @@
+"""Per-step wall time of the GDN core on steps that carry prefill tokens (benchmarks only).
+
+``QLA_VLLM_STEP_TIMING=/path/file``: each worker appends one JSON line per forward step in which
+its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM's own, so the
+``auto`` / ``triton`` baselines are timed the same way)::
+
+    {"pid", "backend", "step", "t", "gdn_ms", "layers", "prefills", "prefill_tokens",
+     "decode_tokens", "step_ms"}
+
+* ``gdn_ms``: sum over the step's GDN layers of the time inside the layer's core (causal conv,
+  gating prep and the chunked recurrence, plus the step's decode tokens when the step mixes
+  them) — the part a GDN prefill kernel can move. CPU: ``time.perf_counter``; CUDA: a pair of
+  CUDA events per layer, read later with ``Event.query()`` (no synchronisation added).
+* ``t``: ``time.time()`` at the step's first GDN layer (the runner assigns steps to workloads);
+  ``step_ms``: interval from this step's first GDN layer to the next step's first GDN layer. In
+  eager mode that is the engine's step time (forward + scheduling); steps replayed as full CUDA
+  graphs (decode-only batches) never enter Python, so there it can span them (read it as an
+  upper bound).
+
+A line is written once its step has ended and its events are complete: the last step of a run
+stays pending until another step runs (the benchmark runner sends a 1-token request for that).
+No math here; nothing runs unless the variable is set.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import torch
+
+ENV = "QLA_VLLM_STEP_TIMING"
+
+
+class StepTimer:
+    def __init__(self, path: str):
+        self.path = path
+        self.step = 0
+        self.seen: set[str] = set()
+        self.cur: dict[str, Any] | None = None      # step in progress
+        self.pending: list[dict[str, Any]] = []      # ended, waiting for their CUDA events
+
+    # Called for every GDN layer call that has metadata (decode-only steps too: they mark steps).
+    def mark(self, prefix: str) -> None:
+        if prefix in self.seen or not self.seen:
+            now = time.time()
+            if self.cur is not None:
+                self.cur["step_ms"] = (now - self.cur["t"]) * 1e3
+                if self.cur["parts"]:
+                    self.pending.append(self.cur)
+            self.step += 1
+            self.seen = set()
+            self.cur = {"t": now, "step": self.step, "parts": []}
+            self._flush()
+        self.seen.add(prefix)
+
+    def run(self, backend: str, md, fn, *args) -> None:
+        """Run ``fn(*args)`` (one layer's core on a step with prefills) and time it."""
+        cur = self.cur
+        if args and args[0].is_cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*args)
+            end.record()
+            part: Any = (start, end)
+        else:
+            t0 = time.perf_counter()
+            fn(*args)
+            part = (time.perf_counter() - t0) * 1e3
+        if cur is None:
+            return
+        cur["parts"].append(part)
+        cur.setdefault("backend", backend)
+        cur.setdefault("prefills", int(md.num_prefills))
+        cur.setdefault("prefill_tokens", int(md.num_prefill_tokens))
+        cur.setdefault("decode_tokens", int(md.num_decode_tokens))
+
+    def _flush(self) -> None:
+        keep = []
+        for rec in self.pending:
+            parts = rec["parts"]
+            if any(not isinstance(p, float) and not p[1].query() for p in parts):
+                keep.append(rec)
+                continue
+            ms = sum(p if isinstance(p, float) else p[0].elapsed_time(p[1]) for p in parts)
+            line = {"pid": os.getpid(), "backend": rec.get("backend"), "step": rec["step"], "t": rec["t"],
+                    "gdn_ms": ms, "layers": len(parts), "prefills": rec.get("prefills"),
+                    "prefill_tokens": rec.get("prefill_tokens"), "decode_tokens": rec.get("decode_tokens"),
+                    "step_ms": rec["step_ms"]}
+            with open(self.path, "a") as f:
+                f.write(json.dumps(line) + "\n")
+        self.pending = keep
+
+
+_timer: StepTimer | None = None
+
+
+def timer() -> StepTimer | None:
+    """The process's timer when ``QLA_VLLM_STEP_TIMING`` is set, else None."""
+    global _timer
+    path = os.environ.get(ENV)
+    if not path:
+        return None
+    if _timer is None or _timer.path != path:
+        _timer = StepTimer(path)
+    return _timer
