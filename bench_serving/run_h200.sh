@@ -20,7 +20,7 @@
 # machine pass `carry: [".work/bench-h200"]` after copying the last call's files there) and are
 # copied to $OUT after every call: $OUT/<shape>/{results.json,summary.md,*.png,server-*.log}.
 # Env: SHAPES (default "full tp8rank"), BACKENDS (default qla,auto,triton), TP (default 1),
-# QLA_WARMUP=0 (skip compiling qla-serve's TileLang variants up front), PYTHON.
+# QLA_WARMUP=0 (skip compiling qla-serve's TileLang variants up front), TILELANG_CACHE_DIR, PYTHON.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -32,6 +32,10 @@ SHAPES="${SHAPES:-full tp8rank}"
 BACKENDS="${BACKENDS:-qla,auto,triton}"
 DEADLINE="${DEADLINE:-540}"
 export VLLM_USE_FLASHINFER_SAMPLER=0   # avoids a sampler JIT at start-up
+# TileLang's kernel cache inside the checkout (git-ignored): a cache built beforehand without a GPU
+# (`qla-serve warmup --config .work/<preset>/config.json --pool-dtype bf16 --compile-only`, with the
+# same variable set) can travel with `carry: [".work/tilelang-cache"]` and saves the cold compile.
+export TILELANG_CACHE_DIR="${TILELANG_CACHE_DIR:-$ROOT/.work/tilelang-cache}"
 T_END=$((SECONDS + DEADLINE))
 source "$ROOT/bench_serving/gpu_common.sh"
 
