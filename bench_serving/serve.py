@@ -220,6 +220,15 @@ def summarize(results: list[RequestResult]) -> dict:
     return out
 
 
+def prefix_counters(srv) -> dict | None:
+    """vLLM's prefix-cache counters (tokens queried / hit), or None where /metrics lacks them."""
+    try:
+        return {"queries": srv.metric_sum("vllm:prefix_cache_queries_total"),
+                "hits": srv.metric_sum("vllm:prefix_cache_hits_total")}
+    except Exception:
+        return None
+
+
 def read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -266,13 +275,21 @@ def cells(report: dict):
             yield b, w, s
 
 
+def prefix_hits(s: dict) -> str:
+    pc = s.get("prefix_cache")
+    if not pc or not pc.get("queries"):
+        return "-"
+    return f"{pc['hits']:.0f} / {pc['queries']:.0f}"
+
+
 def markdown(report: dict) -> str:
     cfg = report["config"]
     head = "| backend | workload | reqs | fail | " + " | ".join(
         f"{m.split('_')[0].upper()} p{p}" for m in METRICS for p in PCTS) + " |"
     lat = [head, "|" + "---|" * (4 + len(METRICS) * len(PCTS))]
     gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | step ms | GDN share of step | "
-           "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls |", "|" + "---|" * 9]
+           "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | prefix-cache hit tokens |",
+           "|" + "---|" * 10]
     for b, w, s in cells(report):
         lat.append(f"| {b} | {w} | {s['requests']} | {s['failed']} | " + " | ".join(
             fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
@@ -281,7 +298,7 @@ def markdown(report: dict) -> str:
         gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
                    f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
-                   f"{s.get('qla_calls', '-') if b == 'qla' else '-'} |")
+                   f"{s.get('qla_calls', '-') if b == 'qla' else '-'} | {prefix_hits(s)} |")
     # qla vs the best baseline, TTFT p50 / TPOT p50 (issue 7 targets)
     cmp = []
     base = [b for b in report["cells"] if b != "qla"]
@@ -561,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
                     prompts = w.prompts(args.seed + sum(map(ord, w.name)), vocab)
                     if w.kind == "prefix":   # cache the shared prefix first: the stream measures reuse
                         asyncio.run(drive(srv.url, srv.served_name, [prompts[0][:w.prefix_len]], 1, 2))
+                    hits0 = prefix_counters(srv)
                     load0 = os.getloadavg()
                     with tqdm(total=len(prompts), desc=f"{tag} {w.name}", unit="req") as bar:
                         ta = time.time()
@@ -568,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
                         tb = time.time()
                     s = summarize(res)
                     s.update(startup_s=startup_s, loadavg=[load0[0], os.getloadavg()[0]], wall_s=tb - ta)
+                    hits1 = prefix_counters(srv)
+                    s["prefix_cache"] = {k: hits1[k] - hits0[k] for k in hits0} if hits0 and hits1 else None
                     windows.append((w, s, ta, tb, [r for r in res if r.error is None]))
                 # Steps are written when the next step starts: two 1-token requests flush the last ones.
                 for _ in range(2):

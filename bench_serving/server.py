@@ -125,6 +125,13 @@ class VLLMServer:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    def metric_sum(self, name: str, timeout: float = 30.0) -> float:
+        """Sum of every sample of Prometheus metric ``name`` (all label sets) from ``/metrics``."""
+        with urllib.request.urlopen(self.url + "/metrics", timeout=timeout) as r:
+            text = r.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " "))
+
     # -- requests -------------------------------------------------------------------------------
     def complete(self, prompt_ids: Sequence[int], max_tokens: int, *, logprobs: int | None = None,
                  prompt_logprobs: int | None = None, timeout: float = 600.0) -> dict[str, Any]:
