@@ -10,4 +10,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${QLA_VLLM_VENV:-$ROOT/.venv-vllm}"
 bash "$ROOT/.ci/setup-vllm.sh" "$VENV" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
-exec "$VENV/bin/python" "$ROOT/bench_serving/serve.py" --preset cpu "$@"
+# --fresh: the main job always serves and measures; the committed results are replaced, not resumed.
+exec "$VENV/bin/python" "$ROOT/bench_serving/serve.py" --preset cpu --fresh "$@"

@@ -527,7 +527,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or HERE / "results" / args.preset
     out.mkdir(parents=True, exist_ok=True)
-    config = {"preset": args.preset, "model": str(model), "common_args": common,
+    # The model is named relative to the checkout, so results resume across clones of the repo.
+    model_name = str(model.resolve().relative_to(ROOT)) if model.resolve().is_relative_to(ROOT) else str(model)
+    config = {"preset": args.preset, "model": model_name, "common_args": common,
               "prefix_caching": "on for every workload" if args.one_server else "on for prefix workloads only"}
     report = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() and not args.fresh else None
     if report is not None and report.get("config") != config:
