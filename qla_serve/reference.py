@@ -118,7 +118,7 @@ def prefill_reference(
         end_decay = torch.exp(gamma[..., -1])[..., None, None]
 
         o = torch.empty(NT, hv, C, Vd, device=dev)
-        offs = plan.chunk_offsets.to(dev).long()
+        offs = plan.chunk_offsets.long()          # the plan lives on q.device (checked by the op)
         for j, seqs in enumerate(walk):
             ch = offs[seqs] + j
             Sj = S[seqs]
