@@ -133,6 +133,7 @@ def check(case, out, pool_before, tag, o_tol=5e-3, s_tol=5e-3):
             f.write(json.dumps(msg) + "\n")
     assert e_o < o_tol, f"{tag}: o error {e_o:.3e}"
     assert e_s < s_tol, f"{tag}: state error {e_s:.3e}"
+    return e_o, e_s
 
 
 SHORT = [1, 63, 64, 65, 130, 1, 200, 777, 2, 1024, 3, 64]
@@ -204,3 +205,168 @@ def test_no_compile_after_warmup():
         run_qla(case, block_v=bv)
     torch.cuda.synchronize()
     assert hopper.compile_count == before
+
+
+# ---------------------------------------------------------------------------------------------- CP (issue 4)
+# Intra-card context parallelism: kernels/hopper/cp.py (plan, orchestration), cp_combine.py (combine),
+# fused_fwd.py phases "partials" / "from_starts". QLA_CP_PARTS forces the longest sequence's P.
+
+
+def _cp_tables_ref_chain(pool, idx, hinit, tab, scratch, layout, null_slot):
+    """fp64 torch combine on the device tensors (the kernel's spec)."""
+    nsp = tab.num_partial
+    starts = torch.empty(tab.num_virtual, *scratch.shape[1:], dtype=torch.float64)
+    vs, rows = tab.vs_offsets_h, tab.row_offsets_h
+    sc = scratch.double().cpu()
+    for j, slot in enumerate(idx):
+        S = torch.zeros(scratch.shape[1:], dtype=torch.float64)
+        if slot >= 0 and slot != null_slot and (hinit is None or hinit[j]):
+            S = pool[slot].double().cpu()
+        P = vs[j + 1] - vs[j]
+        for p in range(P):
+            starts[vs[j] + p] = S
+            if p < P - 1:
+                h, M = sc[rows[j] + p], sc[nsp + rows[j] + p]
+                S = (S @ M if layout == "vk" else M @ S) + h
+    return starts
+
+
+CP_COMBINE_CASES = [
+    # tag, seqlens, parts, HV, block_v, pool dtype, layout, hinit mode
+    ("vk-fp32-bv128", [4096, 100, 2048, 640], [16, 1, 4, 3], 4, 128, torch.float32, "vk", "mix"),
+    ("kv-bf16-bv64", [8192, 64, 700], [32, 1, 2], 8, 64, torch.bfloat16, "kv", "none"),
+    ("vk-bf16-bv64", [3000, 3000], [8, 5], 2, 64, torch.bfloat16, "vk", "mix"),
+    ("kv-fp32-bv128", [640, 6400], [2, 32], 2, 128, torch.float32, "kv", "mix"),
+]
+
+
+@skip
+@pytest.mark.parametrize("tag,seqlens,parts,HV,bv,pdt,layout,hmode", CP_COMBINE_CASES,
+                         ids=[c[0] for c in CP_COMBINE_CASES])
+def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode):
+    """The combine kernel alone vs an fp64 chain on random h / M (M scaled like a contraction)."""
+    from qla_serve.kernels import hopper
+    from qla_serve.kernels.hopper import cp
+
+    gen = torch.Generator().manual_seed(hash(tag) % 1000)
+    N = len(seqlens)
+    tab = cp.build_tables(seqlens, parts, DEV)
+    nsp = tab.num_partial
+    scratch = torch.empty(2 * nsp, HV, K, V)
+    scratch[:nsp] = torch.randn(nsp, HV, K, V, generator=gen)
+    scratch[nsp:] = torch.randn(nsp, HV, K, K, generator=gen) * (0.15 / K ** 0.5) + torch.eye(K) * 0.6  # ‖M‖ < 1
+    scratch = scratch.to(DEV)
+    slots = N + 3
+    base = torch.randn(slots, 2, HV, K, V, generator=gen).to(pdt).to(DEV)
+    pool = base[:, 0]                                       # strided rows
+    idx = [i + 1 for i in range(N)]
+    if N > 2:
+        idx[1] = 0                                          # the null slot
+    if N > 3:
+        idx[3] = -1
+    hinit = None if hmode == "none" else [i % 3 != 2 for i in range(N)]
+    idx_d = torch.tensor(idx, dtype=torch.int32, device=DEV)
+    hinit_d = (idx_d.view(torch.uint8)[:N] if hinit is None
+               else torch.tensor(hinit, dtype=torch.bool, device=DEV).view(torch.uint8))
+    starts = torch.full((tab.num_virtual, HV, K, V), float("nan"), device=DEV)
+    pool_before = pool.clone()
+    kern = cp.combine_kernel(HV, K, V, bv, hopper.POOL_DTYPES[pdt], layout, hinit is not None)
+    kern(pool, idx_d, hinit_d, tab.vs_offsets, tab.row_offsets, scratch, starts, nsp, 0)
+    torch.cuda.synchronize()
+    assert torch.equal(pool, pool_before), "combine must not write the pool"
+    ref = _cp_tables_ref_chain(pool, idx, hinit, tab, scratch, layout, 0)
+    assert not torch.isnan(starts).any(), f"{tag}: unwritten starts"
+    e = rel(starts, ref)
+    worst = max(rel(starts[i], ref[i]) for i in range(tab.num_virtual) if ref[i].norm() > 0)
+    msg = dict(case=f"cp-combine-{tag}", starts_err=e, worst_row_err=worst)
+    print(json.dumps(msg))
+    if os.environ.get("QLA_ERR_LOG"):
+        with open(os.environ["QLA_ERR_LOG"], "a") as f:
+            f.write(json.dumps(msg) + "\n")
+    assert worst < 1e-4, f"{tag}: combine error {worst:.3e}"
+
+
+CP_CASES = [
+    # tag, seqlens, H, HV, kwargs, P (longest), block_v, zero-gate head
+    ("cp-gva2-fp32-vk-32k-g0.3-P16", [32768, 5, 300], 1, 2, dict(gmax=0.3, skip_every=0, hinit_mode="all",
+                                                                  packed=True), 16, None, None),
+    ("cp-2/8-bf16-kv-g30-P8", [8192, 1000], 2, 8, dict(gmax=30.0, pool_dtype=torch.bfloat16, layout="kv",
+                                                        skip_every=0), 8, 64, 0),
+    ("cp-1/4-fp32-kv-l2-null-P4", [4096, 64, 3000, 1, 2000], 1, 4, dict(gmax=1.0, layout="kv", skip_every=2,
+                                                                        l2_in_kernel=True, packed=True), 4, 128, 1),
+    ("cp-2/4-bf16-vk-noinit-P32", [6000, 700], 2, 4, dict(gmax=2.0, pool_dtype=torch.bfloat16, hinit_mode="none",
+                                                          skip_every=0, strided_pool=False), 32, 128, None),
+]
+
+
+@skip
+@pytest.mark.parametrize("tag,seqlens,H,HV,kw,P,block_v,zero_head", CP_CASES, ids=[c[0] for c in CP_CASES])
+def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_v, zero_head, monkeypatch):
+    """The CP path vs the fp64 oracle and vs the non-CP path on the same inputs (both errors printed);
+    outputs poisoned with NaN; pool rows of skipped slots untouched."""
+    from qla_serve.kernels.hopper import cp
+
+    case = make_case(seqlens, H, HV, seed=hash(tag) % 1000, **kw)
+    if zero_head is not None:
+        case["g"][:, zero_head] = 0.0                       # a head with no decay at all
+    pool_before = case["pool"].cpu().clone()
+    bf16_pool = case["pool"].dtype == torch.bfloat16
+    s_tol = 8e-3 if bf16_pool else 5e-3
+
+    monkeypatch.setenv(cp.FORCE_ENV, "1")                   # CP off
+    out = run_qla(case, block_v=block_v)
+    torch.cuda.synchronize()
+    e_o_ref, e_s_ref = check(case, out, pool_before, f"{tag}-noncp", s_tol=s_tol)
+
+    case["pool"].copy_(pool_before.to(DEV))
+    monkeypatch.setenv(cp.FORCE_ENV, str(P))
+    calls = []
+    orig = cp.run_cp_hopper
+    monkeypatch.setattr(cp, "run_cp_hopper", lambda *a, **kw: (calls.append(1), orig(*a, **kw)))
+    out_cp = run_qla(case, block_v=block_v)
+    torch.cuda.synchronize()
+    assert calls, "the CP path did not run"
+    e_o, e_s = check(case, out_cp, pool_before, tag, s_tol=s_tol)
+    msg = dict(case=tag, cp_o_err=e_o, cp_state_err=e_s, noncp_o_err=e_o_ref, noncp_state_err=e_s_ref, P=P)
+    print(json.dumps(msg))
+    if os.environ.get("QLA_ERR_LOG"):
+        with open(os.environ["QLA_ERR_LOG"], "a") as f:
+            f.write(json.dumps(msg) + "\n")
+    assert e_o <= 1.25 * e_o_ref + 5e-4, f"{tag}: CP o error {e_o:.3e} vs non-CP {e_o_ref:.3e}"
+    assert e_s <= 1.25 * e_s_ref + 5e-4, f"{tag}: CP state error {e_s:.3e} vs non-CP {e_s_ref:.3e}"
+
+
+@skip
+def test_cp_cuda_graph_replay(monkeypatch):
+    """The CP path (plan tables, scratch, combine, both phases) captured once, replayed on new inputs."""
+    from qla_serve.kernels.hopper import cp
+
+    monkeypatch.setenv(cp.FORCE_ENV, "8")
+    seqlens = [5000, 64, 1]
+    T = sum(seqlens)
+    case = make_case(seqlens, 2, 4, gmax=2.0, seed=21, skip_every=0)
+    cu = torch.tensor([0, 5000, 5064, 5065], dtype=torch.int32)
+    plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
+                        num_slots=case["pool"].shape[0], null_slot=0)
+    out = torch.full((T, 4, V), float("nan"), dtype=torch.bfloat16, device=DEV)
+    run_qla(case, plan=plan, out=out)
+    torch.cuda.synchronize()
+    assert cp.plan_cp(plan, 4, V, plan.kernel_data[("hopper", 4, V)]["block_v"]) is not None
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.cuda.graph(graph, stream=s):
+        run_qla(case, plan=plan, out=out)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    for seed in (31, 32):
+        new = make_case(seqlens, 2, 4, gmax=2.0, seed=seed, skip_every=0)
+        for name in ("q", "k", "v", "g", "beta", "idx_dev"):
+            case[name].copy_(new[name])
+        case["pool"].copy_(new["pool"])
+        case["idx"] = new["idx"]
+        out.fill_(float("nan"))
+        pool_before = case["pool"].cpu().clone()
+        graph.replay()
+        torch.cuda.synchronize()
+        check(case, out, pool_before, f"cp-cuda-graph-replay-{seed}")

@@ -338,7 +338,16 @@ def gdn_prefill_hopper(
         out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
         gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
         a = torch.zeros(1, HV, CHUNK, dtype=q.dtype, device=dev)
-    if "fwd" not in _skip:
+    # ---- intra-card context parallelism (issue 4): kernels/hopper/cp.py ----------------------------
+    cp_tables = None
+    if T_ > 1 and "fwd" not in _skip:
+        from . import cp
+        cp_tables = cp.plan_cp(plan, HV, Vd, choice["block_v"])
+    if cp_tables is not None:
+        cp.run_cp_hopper(cp_tables, var, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, idx=idx,
+                         hinit=hinit, out=out, null_slot=-1 if null_slot is None else int(null_slot))
+    # ---- end of the CP branch ------------------------------------------------------------------------
+    elif "fwd" not in _skip:
         fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, -1 if null_slot is None else int(null_slot))
     if out_user is not None:
         out_user.copy_(out)

@@ -1,0 +1,340 @@
+"""Exact intra-card context parallelism (CP) for long prefills with few heads: host plan + orchestration.
+
+A long sequence walks its chunks serially on only HV·(V/BV) CTAs. CP splits it at chunk-aligned
+boundaries (multiples of 64 tokens from its start) into P partitions that walk in parallel, then
+recovers each partition's true initial state exactly. Walking a partition is affine in its start
+state (math layout S ∈ R^{K×V}):
+
+    S_end = M_p S_start + h_p      h_p = walk from S = 0 with the real v
+                                   M_p = walk from S = I (K×K) with v ≡ 0 (the K×K transition)
+
+Three phases after ``kkt_solve`` (run once on the real sequences: the boundaries are chunk-aligned,
+so γ and Aβ of a partition are those of the real sequence):
+
+    1. partials   (fused_fwd, phase 1): h_p and M_p of every partition but the last of each
+                  CP sequence, into ``scratch [2·NSP, HV, *state]`` fp32 (row r: h_r; row NSP + r: M_r),
+                  stored in the pool's layout ("vk" stores Sᵀ and M_pᵀ, "kv" S and M_p).
+    2. combine    (:mod:`cp_combine`): per real sequence j, S = pool[slot_j] (or 0), then for each
+                  partition p: ``starts[vs_j + p] = S``; ``S = M_p S + h_p`` (p < P_j − 1).
+    3. from_starts (fused_fwd, phase 3): every *virtual* sequence (all partitions of all
+                  sequences; a non-CP sequence is one) walks from ``starts[v]``, writes its output,
+                  and the last partition of each real sequence stores its final state to the pool.
+
+Everything here is computed from host data only (plan.seqlens, head counts, SM count): no device
+read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` (a gather on the
+stream), so a call is CUDA-graph capturable for a fixed plan.
+
+Decision rule (:func:`choose_parts`): CP only where the batch's CTAs N·HV·(V/BV) leave the chip
+underused; the longest sequence gets P = pow2floor(min(max_parts, target_ctas / (N·HV·V/BV),
+chunks / min_chunks)) partitions, every other sequence a share proportional to its chunk count.
+The constants are measured: ``bench_serving/kernels.py --cp-sweep`` times P ∈ {1..32} per row and
+:func:`fit_params` picks the constants that lose least against the best P of every row.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+
+CHUNK = 64
+FORCE_ENV = "QLA_CP_PARTS"       # sweep aid: force P for the longest sequence (1 = CP off)
+DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
+
+
+@dataclass(frozen=True)
+class CPParams:
+    """Constants of the CP decision rule. PLACEHOLDERS until fitted on the H200 (see fit_params)."""
+
+    target_ctas: int = 264       # aim for about this many CTAs in phase 3 (2 per SM on 132 SMs)
+    min_chunks: int = 16         # no partition shorter than this many 64-token chunks
+    max_parts: int = 32          # at most this many partitions per sequence
+
+
+DEFAULT_PARAMS = CPParams()
+
+
+def _pow2floor(x: int) -> int:
+    return 1 << (max(1, int(x)).bit_length() - 1)
+
+
+def parts_for_longest(nchunks: Sequence[int], p_longest: int) -> list[int]:
+    """Partitions per sequence when the longest gets ``p_longest``: the others get a power-of-two
+    share proportional to their chunk count (so partitions are about equally long); P ≤ chunks."""
+    if not nchunks:
+        return []
+    cmax = max(nchunks)
+    if cmax == 0 or p_longest <= 1:
+        return [1] * len(nchunks)
+    out = []
+    for c in nchunks:
+        share = (p_longest * c) // cmax
+        out.append(min(_pow2floor(share) if share >= 1 else 1, max(1, c)))
+    return out
+
+
+def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int,
+                 sms: int = 132, params: CPParams = DEFAULT_PARAMS, force: int | None = None) -> list[int]:
+    """P per sequence (1 = no CP) from host data only. ``force``: P for the longest sequence."""
+    nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
+    if not nch:
+        return []
+    if force is not None:
+        return parts_for_longest(nch, int(force))
+    N = len(nch)
+    ctas = N * num_v_heads * max(1, head_v_dim // block_v)
+    cmax = max(nch)
+    target = params.target_ctas * sms / 132.0       # the constants are fitted on a 132-SM H200
+    if ctas >= target or cmax < 2 * params.min_chunks:
+        return [1] * N
+    p = min(params.max_parts, int(target // ctas), cmax // params.min_chunks)
+    return parts_for_longest(nch, _pow2floor(p) if p >= 2 else 1)
+
+
+@dataclass(frozen=True)
+class CPTables:
+    """CP tables for one batch (host lists + device copies). NSV virtual sequences, NSP partials."""
+
+    parts: tuple[int, ...]          # P per real sequence
+    cu_v: tuple[int, ...]           # [NSV+1] token offsets of the virtual sequences (host)
+    bounds: tuple[tuple[int, int], ...]   # [NSP] (bos, eos) of each partial partition (host)
+    vs_offsets_h: tuple[int, ...]   # [N+1] first virtual sequence of each real one (host)
+    row_offsets_h: tuple[int, ...]  # [N] first partial row of each real one (host)
+    # device
+    cu_seqlens_v: torch.Tensor      # [NSV+1] int32
+    seq_of_v: torch.Tensor          # [NSV] int64: real sequence of each virtual one
+    last_v: torch.Tensor            # [NSV] uint8: 1 on each real sequence's last partition
+    part_bounds: torch.Tensor       # [NSP, 2] int32
+    vs_offsets: torch.Tensor        # [N+1] int32
+    row_offsets: torch.Tensor       # [N] int32
+
+    @property
+    def num_virtual(self) -> int:
+        return len(self.cu_v) - 1
+
+    @property
+    def num_partial(self) -> int:
+        return len(self.bounds)
+
+
+def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.device | str = "cpu") -> CPTables:
+    """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces."""
+    assert len(parts) == len(seqlens)
+    cu_v, bounds, vs, rows, seq_of_v, last_v = [0], [], [0], [], [], []
+    bos = 0
+    for j, (n, P) in enumerate(zip(seqlens, parts)):
+        nch = (n + CHUNK - 1) // CHUNK
+        P = max(1, min(int(P), max(1, nch)))
+        rows.append(len(bounds))
+        edges = [bos]
+        base, extra = divmod(nch, P)
+        c = 0
+        for p in range(P - 1):
+            c += base + (1 if p < extra else 0)
+            edges.append(bos + c * CHUNK)
+        edges.append(bos + n)
+        for p in range(P):
+            cu_v.append(edges[p + 1])
+            seq_of_v.append(j)
+            last_v.append(1 if p == P - 1 else 0)
+            if p < P - 1:
+                bounds.append((edges[p], edges[p + 1]))
+        vs.append(len(cu_v) - 1)
+        bos += n
+    dev = torch.device(device)
+    pin = dev.type == "cuda"
+
+    def to_dev(x, dtype, shape=None):
+        t = torch.tensor(x, dtype=dtype)
+        if shape is not None:
+            t = t.reshape(shape)
+        return t.pin_memory().to(dev, non_blocking=True) if pin else t.to(dev)
+
+    parts_eff = tuple(vs[j + 1] - vs[j] for j in range(len(seqlens)))
+    return CPTables(
+        parts=parts_eff, cu_v=tuple(cu_v), bounds=tuple(bounds), vs_offsets_h=tuple(vs),
+        row_offsets_h=tuple(rows),
+        cu_seqlens_v=to_dev(cu_v, torch.int32), seq_of_v=to_dev(seq_of_v, torch.int64),
+        last_v=to_dev(last_v, torch.uint8), part_bounds=to_dev(bounds, torch.int32, (-1, 2)),
+        vs_offsets=to_dev(vs, torch.int32), row_offsets=to_dev(rows, torch.int32))
+
+
+def _force_from_env() -> int | None:
+    f = os.environ.get(FORCE_ENV)
+    return int(f) if f else None
+
+
+def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | None = None,
+            params: CPParams | None = None, force: int | None = None) -> CPTables | None:
+    """CP tables for this plan (None: no sequence is split), cached in ``plan.kernel_data``.
+
+    Host data only: ``plan.seqlens``, the head counts, the V-block and the SM count. A caller
+    (tests, the sweep) may put its own CPTables (or None) under the same key beforehand."""
+    if force is None:
+        force = _force_from_env()
+    key = ("hopper-cp", num_v_heads, head_v_dim, block_v, force)
+    if key in plan.kernel_data:
+        return plan.kernel_data[key]
+    got = None
+    if os.environ.get(DISABLE_ENV, "1") != "0" and plan.num_seqs:
+        if sms is None:
+            sms = 132
+            if plan.device.type == "cuda":
+                from . import _num_sms
+                sms = _num_sms(plan.device)
+        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or DEFAULT_PARAMS, force)
+        if any(p > 1 for p in parts):
+            got = build_tables(plan.seqlens, parts, plan.device)
+    plan.kernel_data[key] = got
+    return got
+
+
+# ----------------------------------------------------------------------------------------------
+# Orchestration (phase callables injected: the GPU path passes TileLang kernels, tests torch code)
+
+
+def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has_initial_state, out,
+           null_slot: int, state_layout: str, partials: Callable, combine: Callable, from_starts: Callable) -> None:
+    """Phase 1 → combine → phase 3. ``state_indices`` int32 [N] dense; ``has_initial_state`` uint8 [N]
+    (or any [N] uint8 when the variant does not read it). No sync; allocations are stream-ordered.
+
+    partials(q, k, v, gcum, a, part_bounds, scratch)
+    combine(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
+            null_slot)
+    from_starts(q, k, v, gcum, a, cu_seqlens_v, slot_v, last_v, starts, pool, out, null_slot)
+    """
+    HV, Vd, Kd = v.shape[1], v.shape[2], q.shape[2]
+    if Kd != Vd:
+        raise ValueError("CP keeps h (K×V) and M (K×K) in one scratch tensor: needs K == V")
+    inner = (Vd, Kd) if state_layout == "vk" else (Kd, Vd)
+    dev = v.device
+    nsp = tables.num_partial
+    scratch = torch.empty(2 * nsp, HV, *inner, dtype=torch.float32, device=dev)
+    starts = torch.empty(tables.num_virtual, HV, *inner, dtype=torch.float32, device=dev)
+    partials(q, k, v, gcum, a, tables.part_bounds, scratch)
+    combine(state_pool, state_indices, has_initial_state, tables.vs_offsets, tables.row_offsets, scratch, starts,
+            nsp, null_slot)
+    slot_v = state_indices.index_select(0, tables.seq_of_v).to(torch.int32)
+    from_starts(q, k, v, gcum, a, tables.cu_seqlens_v, slot_v, tables.last_v, starts, state_pool, out, null_slot)
+
+
+# ----------------------------------------------------------------------------------------------
+# TileLang kernels for the GPU path
+
+
+def combine_kernel(HV: int, K: int, V: int, block_v: int, pool_dtype: str, state_layout: str,
+                   read_has_initial_state: bool):
+    from . import _compile, _get
+    from . import cp_combine
+
+    key = ("cp_combine", HV, K, V, block_v, pool_dtype, state_layout, bool(read_has_initial_state))
+    return _get(key, lambda: _compile(
+        cp_combine.build_cp_combine(HV, K, V, block_v, pool_dtype, state_layout, bool(read_has_initial_state)),
+        cp_combine.PASS_CONFIGS))
+
+
+def phase_kernels(var) -> tuple[Any, Any]:
+    """The fused kernel's two CP phases for this variant: phase 1 (partials), phase 3 (from starts)."""
+    from . import fwd_kernel
+
+    return fwd_kernel(var, phase=1), fwd_kernel(var, phase=3)
+
+
+def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, hinit, out, null_slot) -> None:
+    """The GPU CP path (called from gdn_prefill_hopper after kkt_solve)."""
+    partials, from_starts = phase_kernels(var)
+    comb = combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v, var.pool_dtype,
+                          var.state_layout, var.has_initial_state)
+    run_cp(tables, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, state_indices=idx,
+           has_initial_state=hinit, out=out, null_slot=null_slot, state_layout=var.state_layout,
+           partials=partials, combine=comb, from_starts=from_starts)
+
+
+def warmup_cp(variants, log=print) -> None:
+    """Compile the CP kernels (phases + combine) of these variants."""
+    for var in variants:
+        phase_kernels(var)
+        combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v, var.pool_dtype,
+                       var.state_layout, var.has_initial_state)
+        if log is not None:
+            log(f"qla-serve warmup: CP kernels {var}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Fitting the rule from the sweep (bench_serving/kernels.py --cp-sweep)
+
+
+def _sweep_table(rows: list[dict]) -> dict[tuple, dict[int, float]]:
+    """(heads, mix, block_v) → {P of the longest sequence: ms}."""
+    tab: dict[tuple, dict[int, float]] = {}
+    for r in rows:
+        if r.get("ms") is None:
+            continue
+        key = (r["heads"], r["mix"], r.get("block_v"))
+        tab.setdefault(key, {})[int(r["p_longest"])] = float(r["ms"])
+    return tab
+
+
+def rule_p_longest(seqlens: Sequence[int], HV: int, V: int, block_v: int, sms: int, params: CPParams) -> int:
+    parts = choose_parts(seqlens, HV, V, block_v, sms, params)
+    nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
+    return parts[nch.index(max(nch))] if parts else 1
+
+
+def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dict:
+    """Pick CPParams minimising the geometric-mean slowdown of the rule's choice vs the best measured P
+    over every swept row. ``sweep``: the JSON written by ``kernels.py --cp-sweep``. Rows whose rule P
+    was not measured count the nearest measured P below it."""
+    sms = int(sweep.get("sms", 132))
+    rows = sweep["rows"]
+    tab = _sweep_table(rows)
+    meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in rows}
+    grid = grid or {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056],
+                    "min_chunks": [2, 4, 8, 16, 32, 64], "max_parts": [32]}
+    best = None
+    for tc in grid["target_ctas"]:
+        for mc in grid["min_chunks"]:
+            for mp in grid["max_parts"]:
+                params = CPParams(tc, mc, mp)
+                logs, picks = [], {}
+                for key, times in tab.items():
+                    r = meta[key]
+                    H, HV = (int(x) for x in r["heads"].split("/"))
+                    p = rule_p_longest(r["seqlens"], HV, 128, int(r.get("block_v") or 64), sms, params)
+                    cand = [pp for pp in times if pp <= p] or [min(times)]
+                    t = times[max(cand)]
+                    logs.append(math.log(t / min(times.values())))
+                    picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
+                                                               "slowdown": t / min(times.values())}
+                score = math.exp(sum(logs) / max(1, len(logs)))
+                if best is None or score < best["geomean_slowdown"] - 1e-12:
+                    best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp},
+                            "geomean_slowdown": score, "worst_slowdown": max(v["slowdown"] for v in picks.values()),
+                            "rows": picks}
+    return best
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m qla_serve.kernels.hopper.cp fit SWEEP.json [OUT.json]``: print the fitted constants."""
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) < 2 or argv[0] != "fit":
+        raise SystemExit("usage: python -m qla_serve.kernels.hopper.cp fit cp_sweep.json [cp_fit.json]")
+    with open(argv[1]) as f:
+        sweep = json.load(f)
+    res = fit_params(sweep)
+    print(json.dumps(res, indent=1))
+    p = res["params"]
+    print(f"\nDEFAULT_PARAMS = CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
+          f"max_parts={p['max_parts']})   # geomean slowdown {res['geomean_slowdown']:.3f}")
+    if len(argv) > 2:
+        with open(argv[2], "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+"""Intra-card context parallelism (issue 4) on the CPU: the host plan's tables, the CP math end to end
+through the same orchestration the GPU path runs (with torch emulations of the three phases), and the
+sm_90a compile of the combine kernel."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import pytest
+import torch
+
+from conftest import make_inputs, make_pool, oracle_for, rel_err
+from qla_serve import plan_prefill
+from qla_serve.kernels.hopper import cp
+from qla_serve.reference import kv_to_pool, pool_to_kv, token_recurrence
+
+C = 64
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def check_tables(seqlens, tab: cp.CPTables):
+    """Every invariant the kernels rely on."""
+    cu = [0]
+    for n in seqlens:
+        cu.append(cu[-1] + n)
+    N = len(seqlens)
+    cu_v = list(tab.cu_v)
+    assert cu_v[0] == 0 and cu_v[-1] == cu[-1], "virtual sequences must cover all tokens"
+    assert all(b >= a for a, b in zip(cu_v, cu_v[1:]))
+    assert tab.cu_seqlens_v.tolist() == cu_v and tab.cu_seqlens_v.dtype == torch.int32
+    vs = list(tab.vs_offsets_h)
+    assert tab.vs_offsets.tolist() == vs and len(vs) == N + 1 and vs[-1] == len(cu_v) - 1
+    seq_of_v, last_v = tab.seq_of_v.tolist(), tab.last_v.tolist()
+    bounds = [tuple(b) for b in tab.part_bounds.reshape(-1, 2).tolist()]
+    assert bounds == [tuple(b) for b in tab.bounds]
+    rows = tab.row_offsets.tolist()
+    assert rows == list(tab.row_offsets_h)
+    nsp = 0
+    for j in range(N):
+        P = vs[j + 1] - vs[j]
+        assert P == tab.parts[j] >= 1
+        assert cu_v[vs[j]] == cu[j] and cu_v[vs[j + 1]] == cu[j + 1], f"sequence {j} not covered exactly"
+        for p in range(P):
+            vi = vs[j] + p
+            assert seq_of_v[vi] == j
+            assert last_v[vi] == (1 if p == P - 1 else 0)
+            bos, eos = cu_v[vi], cu_v[vi + 1]
+            assert (bos - cu[j]) % C == 0, "partition starts must be chunk-aligned from the sequence start"
+            if p < P - 1:
+                assert eos > bos and (eos - bos) % C == 0, "only the last partition may be ragged or empty"
+                assert bounds[rows[j] + p] == (bos, eos)
+        assert rows[j] == nsp
+        nsp += P - 1
+    assert nsp == tab.num_partial == len(bounds)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tables_random(seed):
+    rnd = random.Random(seed)
+    seqlens = [rnd.choice([0, 1, 63, 64, 65, 127, 128, 700, 2048, 5000]) for _ in range(rnd.randint(1, 9))]
+    parts = [rnd.choice([1, 2, 3, 4, 8, 32, 100]) for _ in seqlens]
+    tab = cp.build_tables(seqlens, parts)
+    check_tables(seqlens, tab)
+    for n, P, Pe in zip(seqlens, parts, tab.parts):
+        assert Pe == max(1, min(P, (n + C - 1) // C))
+
+
+def test_tables_balanced():
+    tab = cp.build_tables([32768, 100, 4096 + 5], [16, 1, 4])
+    check_tables([32768, 100, 4101], tab)
+    sizes = [b - a for a, b in zip(tab.cu_v, tab.cu_v[1:])]
+    assert sizes[:16] == [2048] * 16
+    assert sizes[17:] == [17 * 64, 16 * 64, 16 * 64, 15 * 64 + 5]   # 65 chunks → 17, 16, 16, 16
+
+
+@pytest.mark.parametrize("heads,seqlens,block_v,expect_cp", [
+    ((2, 8), [32768], 64, True),
+    ((16, 32), [32768], 128, True),
+    ((2, 8), [16384], 64, True),
+    ((2, 8), [28672, 4096], 64, True),
+    ((2, 8), [512], 64, False),                  # short: nothing to split
+    ((16, 32), [128] * 64, 128, False),          # many sequences fill the chip
+    ((16, 32), [8192] * 4, 128, True),
+    ((16, 64), [2048] * 16, 128, False),
+    ((2, 8), [1] * 256 + [4096], 128, False),    # 257 sequences · 8 heads already ≥ the target
+    ((2, 8), [], 64, False),
+])
+def test_rule(heads, seqlens, block_v, expect_cp):
+    H, HV = heads
+    parts = cp.choose_parts(seqlens, HV, 128, block_v, 132)
+    assert len(parts) == len(seqlens)
+    assert any(p > 1 for p in parts) == expect_cp, parts
+    p = cp.DEFAULT_PARAMS
+    for n, P in zip(seqlens, parts):
+        assert P & (P - 1) == 0 and 1 <= P <= p.max_parts
+        if P > 1:
+            assert (n + C - 1) // C >= P * p.min_chunks
+    if parts:
+        nv = 128 // block_v
+        assert sum(parts) * HV * nv <= max(p.target_ctas, len(seqlens) * HV * nv)
+
+
+def test_rule_force_and_longest_gets_most():
+    parts = cp.choose_parts([28672, 4096, 64], 8, 128, 64, force=8)
+    assert parts == [8, 1, 1]
+    parts = cp.choose_parts([16384, 8192, 64], 8, 128, 64, force=8)
+    assert parts == [8, 4, 1]
+    assert cp.choose_parts([32768], 8, 128, 64, force=1) == [1]
+    assert cp.choose_parts([100], 8, 128, 64, force=32) == [2]      # capped by the chunk count
+
+
+def test_plan_cp_host_only(monkeypatch):
+    """plan_cp reads nothing from the device: the plan's device tables live on 'meta' (no data)."""
+    plan = plan_prefill(torch.tensor([0, 32768, 32868], dtype=torch.int32), device="meta")
+    assert plan.cu_seqlens.device.type == "meta"
+    monkeypatch.delenv(cp.FORCE_ENV, raising=False)
+    monkeypatch.delenv(cp.DISABLE_ENV, raising=False)
+    tab = cp.plan_cp(plan, 8, 128, 64)
+    assert tab is not None and tab.parts[0] > 1 and tab.parts[1] == 1
+    assert tab.cu_seqlens_v.device.type == "meta"
+    assert cp.plan_cp(plan, 8, 128, 64) is tab                       # cached in kernel_data
+    monkeypatch.setenv(cp.FORCE_ENV, "4")
+    assert cp.plan_cp(plan, 8, 128, 64).parts == (4, 1)
+    monkeypatch.setenv(cp.FORCE_ENV, "1")
+    assert cp.plan_cp(plan, 8, 128, 64) is None
+    monkeypatch.delenv(cp.FORCE_ENV)
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")
+    plan2 = plan_prefill(torch.tensor([0, 32768], dtype=torch.int32), device="meta")
+    assert cp.plan_cp(plan2, 8, 128, 64) is None
+
+
+# ---------------------------------------------------------------------------------------------- CP math
+
+
+def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode="fp64"):
+    """Torch emulations of the three phases with the GPU kernels' signatures. Phases 1 and 3 walk the
+    fp64 token recurrence (g, beta captured; the gcum/a arguments are the kkt outputs the kernels use).
+    combine_mode: "fp64" exact, "split" the kernel's bf16 hi+lo arithmetic (fp32 accumulate),
+    "no_m" a deliberately wrong combine (S = h) to show the test can fail."""
+    calls = []
+
+    def walk(q, k, v, b, e, S0):
+        return token_recurrence(q[b:e], k[b:e], v[b:e], g[b:e], beta[b:e], [0, e - b],
+                                None if S0 is None else S0[None], scale=scale, use_qk_l2norm=use_qk_l2norm)
+
+    def partials(q, k, v, gcum, a, part_bounds, scratch):
+        calls.append("partials")
+        HV, Kd = v.shape[1], q.shape[2]
+        nsp = part_bounds.shape[0]
+        assert scratch.shape[0] == 2 * nsp and scratch.dtype == torch.float32
+        eye = torch.eye(Kd, dtype=torch.float64).expand(HV, Kd, Kd)
+        for r, (b, e) in enumerate(part_bounds.tolist()):
+            _, h = walk(q, k, v, b, e, None)
+            zero_v = torch.zeros(v.shape[0], HV, Kd, dtype=v.dtype)
+            _, M = walk(q, k, zero_v, b, e, eye)
+            scratch[r] = kv_to_pool(h[0], layout).float()
+            scratch[nsp + r] = kv_to_pool(M[0], layout).float()
+
+    def split_mm(A, B):
+        Ah = A.bfloat16().float()
+        Al = (A - Ah).bfloat16().float()
+        Bh = B.bfloat16().float()
+        Bl = (B - Bh).bfloat16().float()
+        return Ah @ Bh + Ah @ Bl + Al @ Bh
+
+    def combine(pool, idx, hinit, vs_offsets, row_offsets, scratch, starts, num_partial, null_slot):
+        calls.append("combine")
+        vs, rows = vs_offsets.tolist(), row_offsets.tolist()
+        for j, slot in enumerate(idx.tolist()):
+            live = slot >= 0 and slot != null_slot
+            S = torch.zeros(starts.shape[1:], dtype=torch.float64)
+            if live and (hinit is None or hinit[j]):
+                S = pool[slot].double()
+            P = vs[j + 1] - vs[j]
+            for p in range(P):
+                starts[vs[j] + p] = S.float()
+                if p < P - 1:
+                    h = scratch[rows[j] + p].double()
+                    Mst = scratch[num_partial + rows[j] + p].double()    # vk: Mᵀ, kv: M
+                    if combine_mode == "no_m":
+                        S = h
+                    elif layout == "vk":                                # Sᵀ ← Sᵀ Mᵀ + hᵀ
+                        S = (split_mm(S.float(), Mst.float()).double() if combine_mode == "split"
+                             else S @ Mst) + h
+                    else:                                               # S ← M S + h
+                        S = (split_mm(Mst.float(), S.float()).double() if combine_mode == "split"
+                             else Mst @ S) + h
+                    if combine_mode == "split":
+                        S = S.float().double()                          # the kernel keeps S in fp32
+
+    def from_starts(q, k, v, gcum, a, cu_v, slot_v, last_v, starts, pool, out, null_slot):
+        calls.append("from_starts")
+        assert slot_v.dtype == torch.int32
+        cu = cu_v.tolist()
+        for vi, (slot, last) in enumerate(zip(slot_v.tolist(), last_v.tolist())):
+            b, e = cu[vi], cu[vi + 1]
+            if slot < 0 or slot == null_slot:
+                out[b:e] = 0
+                continue
+            o, fin = walk(q, k, v, b, e, pool_to_kv(starts[vi].double(), layout))
+            out[b:e] = o.to(out.dtype)
+            if last:
+                pool[slot] = kv_to_pool(fin[0], layout).to(pool.dtype)
+
+    return partials, combine, from_starts, calls
+
+
+def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.float32, gate_scale=2.0,
+             zero_gate_heads=(), very_negative=False, hinit_mode="mix", null_slot=0, skip=(), seed=0,
+             combine_mode="fp64", use_qk_l2norm=False):
+    q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.float32, gate_scale=gate_scale,
+                                       seed=seed, normalize_k=not use_qk_l2norm)
+    for h in zero_gate_heads:
+        g[:, h] = 0.0
+    if very_negative:
+        g[::7, -1] = -30.0                       # gates down to −30 per token on the last head
+    N = len(seqlens)
+    slots = N + 3
+    pool = make_pool(slots, HV, K=D, V=D, layout=layout, dtype=pool_dtype, row_stride_pad=5, seed=seed)
+    idx = [(i + 1) for i in range(N)]            # slot 0 is the null slot
+    for i in skip:
+        idx[i] = -1 if i % 2 else null_slot
+    hinit = {"mix": [i % 3 != 1 for i in range(N)], "all": [True] * N, "none": None}[hinit_mode]
+    pool_before = pool.clone()
+    o_ref, s_ref = oracle_for(q, k, v, g, beta, cu.tolist(), pool_before, idx,
+                              hinit if hinit is not None else [True] * N, layout=layout, null_slot=null_slot,
+                              use_qk_l2norm=use_qk_l2norm)
+
+    tab = cp.build_tables(seqlens, parts)
+    partials, combine, from_starts, calls = torch_phases(g, beta, layout, use_qk_l2norm=use_qk_l2norm,
+                                                         combine_mode=combine_mode)
+    out = torch.full_like(v, float("nan"))
+    T = v.shape[0]
+    gcum = torch.zeros(T, HV)
+    a = torch.zeros(T, HV, C)
+    idx_t = torch.tensor(idx, dtype=torch.int32)
+    hinit_t = None if hinit is None else torch.tensor(hinit, dtype=torch.bool).view(torch.uint8)
+    cp.run_cp(tab, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=pool, state_indices=idx_t,
+              has_initial_state=hinit_t, out=out, null_slot=null_slot, state_layout=layout,
+              partials=partials, combine=combine, from_starts=from_starts)
+    assert calls == ["partials", "combine", "from_starts"]
+    assert not torch.isnan(out).any(), "unwritten outputs"
+    live = [i for i, s in enumerate(idx) if s >= 0 and s != null_slot]
+    cu_l = cu.tolist()
+    for i in range(N):
+        if i not in live:
+            assert (out[cu_l[i]:cu_l[i + 1]] == 0).all()
+    rows = torch.cat([torch.arange(cu_l[i], cu_l[i + 1]) for i in live])
+    e_o = rel_err(out[rows], o_ref[rows])
+    e_s = rel_err(pool_to_kv(pool[[idx[i] for i in live]].double(), layout), s_ref[live])
+    for s in range(slots):
+        if s not in {idx[i] for i in live}:
+            assert torch.equal(pool[s], pool_before[s]), f"pool row {s} changed"
+    return e_o, e_s, tab
+
+
+CASES = [
+    # tag, seqlens, parts, kwargs
+    ("one-long-vk-fp32", [1000], [4], dict()),
+    ("ragged-kv-bf16", [700, 64, 130, 1], [3, 1, 2, 1], dict(layout="kv", pool_dtype=torch.bfloat16)),
+    ("g0-heads", [900, 300], [8, 2], dict(zero_gate_heads=(0,), HV=2)),
+    ("gates-30", [640, 200], [5, 2], dict(very_negative=True, gate_scale=10.0, layout="kv")),
+    ("noinit-null-skip-gva", [512, 640, 257], [4, 5, 2], dict(hinit_mode="none", skip=(1,), H=1, HV=2)),
+    ("skip-neg-mix", [300, 800, 128], [2, 6, 2], dict(skip=(0, 1), pool_dtype=torch.bfloat16)),
+    ("empty-seq", [0, 513, 0], [1, 3, 1], dict(hinit_mode="all")),
+    ("l2norm-in-kernel", [400], [3], dict(use_qk_l2norm=True, layout="kv")),
+]
+
+
+@pytest.mark.parametrize("tag,seqlens,parts,kw", CASES, ids=[c[0] for c in CASES])
+def test_cp_math_exact(tag, seqlens, parts, kw):
+    e_o, e_s, tab = run_case(seqlens, parts, seed=hash(tag) % 997, **kw)
+    assert any(p > 1 for p in tab.parts)
+    bf16 = kw.get("pool_dtype") == torch.bfloat16
+    print(tag, f"o {e_o:.2e} state {e_s:.2e}")
+    assert e_o < 1e-6, f"{tag}: o error {e_o:.3e}"
+    assert e_s < (5e-3 if bf16 else 1e-6), f"{tag}: state error {e_s:.3e}"
+
+
+@pytest.mark.parametrize("layout", ["vk", "kv"])
+def test_cp_combine_split_precision(layout):
+    """The kernel's bf16 hi+lo product (fp32 accumulate, fp32 state) keeps the state within 1e-4 over a
+    16-partition chain, gates near 0 (M ≈ I: no decay hides errors)."""
+    e_o, e_s, _ = run_case([16 * 64], [16], layout=layout, gate_scale=0.05, hinit_mode="all",
+                           combine_mode="split", seed=3)
+    print(layout, f"split combine: o {e_o:.2e} state {e_s:.2e}")
+    assert e_o < 1e-4 and e_s < 1e-4
+
+
+def test_cp_math_can_fail():
+    """A combine that forgets M_p must be caught by the exact tests' 1e-6 bound (gates near 0; M_p is
+    still small: the delta rule contracts by (I − β k kᵀ) per token)."""
+    e_o, e_s, _ = run_case([512], [4], gate_scale=0.05, hinit_mode="all", combine_mode="no_m", seed=5)
+    print(f"no-M combine: o {e_o:.2e} state {e_s:.2e}")
+    assert e_o > 1e-3 and e_s > 1e-4
+
+
+def test_cp_tables_from_plan_drive_the_math(monkeypatch):
+    """The plan's own tables (forced P) through the orchestration."""
+    monkeypatch.setenv(cp.FORCE_ENV, "4")
+    plan = plan_prefill(torch.tensor([0, 600, 650], dtype=torch.int32))
+    tab = cp.plan_cp(plan, 2, 32, 32)
+    assert tab.parts == (4, 1)
+    e_o, e_s, _ = run_case([600, 50], list(tab.parts), seed=9)
+    assert e_o < 1e-6 and e_s < 1e-6
+
+
+# ---------------------------------------------------------------------------------------------- fit
+
+
+def test_fit_params_recovers_a_known_rule():
+    """Synthetic sweep whose best P per row is what CPParams(396, 32, 32) picks: the fit must find a
+    rule with no slowdown, and the 2/8 1×32768 row must get its best P."""
+    truth = cp.CPParams(396, 32, 32)
+    rows = []
+    for heads in ("2/8", "4/16", "8/32", "16/32"):
+        HV = int(heads.split("/")[1])
+        for mix, seqlens in (("1x32768", [32768]), ("1x16384", [16384]), ("1x8192", [8192]),
+                             ("28672+4096", [28672, 4096])):
+            bv = 64 if len(seqlens) * HV < 132 else 128
+            best = cp.rule_p_longest(seqlens, HV, 128, bv, 132, truth)
+            for P in (1, 2, 4, 8, 16, 32):
+                rows.append({"heads": heads, "mix": mix, "seqlens": seqlens, "block_v": bv, "p_longest": P,
+                             "ms": 1.0 + abs(P.bit_length() - best.bit_length()) * 0.3})
+    res = cp.fit_params({"sms": 132, "rows": rows})
+    assert res["geomean_slowdown"] == pytest.approx(1.0), res
+    r = res["rows"]["2/8 1x32768 bv64"]
+    assert r["rule_p"] == r["best_p"] == cp.rule_p_longest([32768], 8, 128, 64, 132, truth) > 1
+
+
+# ---------------------------------------------------------------------------------------------- compile
+
+REQUIRED = bool(os.environ.get("CI") or os.environ.get("QLA_COMPILE_ALL"))
+
+
+def _have_compiler() -> bool:
+    try:
+        import tilelang  # noqa: F401
+    except ImportError:
+        if REQUIRED:
+            raise
+        return False
+    ok = shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
+    if not ok and REQUIRED:
+        raise RuntimeError("nvcc not found: the sm_90a compile check cannot run")
+    return ok
+
+
+@pytest.mark.parametrize("bv,pool_dtype,layout,hinit", [(128, "float32", "vk", True), (64, "bfloat16", "kv", False)])
+def test_combine_compiles_for_sm90a(bv, pool_dtype, layout, hinit, monkeypatch):
+    if not _have_compiler():
+        pytest.skip("tilelang or nvcc missing")
+    if not os.environ.get("TILELANG_DEFAULT_TARGET"):
+        monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")
+    kern = cp.combine_kernel(8, 128, 128, bv, pool_dtype, layout, hinit)
+    src = kern.get_kernel_source()
+    assert "wgmma" in src, "the combine product should use Hopper wgmma"
