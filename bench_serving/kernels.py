@@ -9,6 +9,12 @@
 Times are do_bench medians (ms). Writes kernels.json, kernels.md and kernels.png into $OUT (or --out).
 
     FLA_FLASH_QLA=0 python bench_serving/kernels.py [--quick] [--out DIR]
+
+CP sweep (issue 4): ``--cp-sweep`` times QLA's whole prefill with the longest sequence forced to
+P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096 for
+heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's constants into cp_fit.json:
+
+    python bench_serving/kernels.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
 """
 from __future__ import annotations
 
@@ -26,7 +32,9 @@ import torch  # noqa: E402
 HEADS = [(16, 32), (16, 64), (16, 48), (8, 32), (4, 16), (2, 8)]
 SEQLENS = {
     "1x32768": [32768],
+    "1x16384": [16384],
     "1x8192": [8192],
+    "28672+4096": [28672, 4096],
     "1x2048": [2048],
     "16384+16384": [16384, 16384],
     "8192x4": [8192] * 4,
@@ -237,6 +245,143 @@ def accuracy(seqlens=(512, 300, 77), H=2, HV=8, seed=3) -> dict:
     return res
 
 
+# ---------------------------------------------------------------------------------------------- CP sweep
+
+CP_HEADS = [(2, 8), (4, 16), (8, 32), (16, 32)]
+CP_MIXES = ["1x32768", "1x16384", "1x8192", "28672+4096"]
+CP_PARTS = [1, 2, 4, 8, 16, 32]
+
+
+def _cp_build(args) -> None:
+    """Process-pool entry: compile kkt, the fused walk (phases 0, 1, 3) and the combine of one variant."""
+    from qla_serve.kernels import hopper
+    from qla_serve.kernels.hopper import cp
+
+    H, HV, bv = args
+    var = hopper.Variant(H, HV, K, V, block_v=bv)
+    hopper.kkt_kernel_for(var)
+    hopper.fwd_kernel(var)
+    cp.warmup_cp([var], log=None)
+
+
+def cp_sweep(args) -> None:
+    """Time the whole QLA prefill per (heads, row, V-block, forced P); fit the CP rule's constants."""
+    import qla_serve
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing as mp
+    from qla_serve.kernels import hopper
+    from qla_serve.kernels.hopper import cp
+
+    t_start = time.time()
+    heads = CP_HEADS
+    if args.heads:
+        heads = [tuple(int(t) for t in h.split("/")) for h in args.heads.split(",")]
+    mixes = args.mixes.split(",") if args.mixes else CP_MIXES
+    parts = [int(p) for p in args.cp_parts.split(",")]
+    bvs = [int(b) for b in args.cp_block_v.split(",")] if args.cp_block_v else [None]
+    dev = torch.device("cuda", torch.cuda.current_device())
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    result = {"gpu": torch.cuda.get_device_name(), "sms": sms, "versions": versions(),
+              "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
+              "default_params": vars(cp.DEFAULT_PARAMS) if hasattr(cp.DEFAULT_PARAMS, "__dict__") else None,
+              "env": {k: os.environ.get(k) for k in ("TILELANG_DEFAULT_TARGET", "TILELANG_CACHE_DIR")}}
+    out_json = os.path.join(args.out, "cp_sweep.json")
+
+    def dump():
+        with open(out_json, "w") as f:
+            json.dump(result, f, indent=1)
+
+    # Compile every variant first, in parallel (nvcc is single-threaded).
+    builds = sorted({(H, HV, bv if bv is not None else (128 if len(SEQLENS[m]) * HV >= sms else 64))
+                     for H, HV in heads for m in mixes for bv in bvs})
+    t0 = time.time()
+    with ProcessPoolExecutor(max_workers=min(len(builds), os.cpu_count() or 1),
+                             mp_context=mp.get_context("spawn")) as ex:
+        for b, exc in zip(builds, ex.map(_safe_build, builds)):
+            if exc:
+                print(f"[cp-sweep] build {b} failed: {exc}", flush=True)
+    result["build_s"] = time.time() - t0
+    print(f"[cp-sweep] built {len(builds)} variants in {result['build_s']:.1f}s", flush=True)
+
+    old_force = os.environ.get(cp.FORCE_ENV)
+    try:
+        for H, HV in heads:
+            for mix in mixes:
+                seqlens = SEQLENS[mix]
+                x = make_inputs(seqlens, H, HV)
+                pool0 = x["pool"].clone()
+                hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
+                for bv in bvs:
+                    ref_out = None
+                    for P in parts + ["rule"]:
+                        if time.time() - t_start > args.budget_s:
+                            print(f"[cp-sweep] budget reached, skipping {H}/{HV} {mix} bv={bv} P={P}")
+                            continue
+                        if P == "rule":
+                            os.environ.pop(cp.FORCE_ENV, None)
+                        else:
+                            os.environ[cp.FORCE_ENV] = str(P)
+                        plan = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
+                        if bv is not None:
+                            plan.kernel_data[("hopper", HV, V)] = {"block_v": bv}
+                        block_v = hopper.plan_hopper(plan, HV, V)["block_v"]
+                        tab = cp.plan_cp(plan, HV, V, block_v, sms)
+                        row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens, "block_v": block_v,
+                               "forced": P, "parts": list(tab.parts) if tab else [1] * len(seqlens)}
+                        row["p_longest"] = row["parts"][seqlens.index(max(seqlens))]
+                        out = torch.empty_like(x["v"])
+
+                        def run(plan=plan, out=out):
+                            qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+                                                  state_indices=x["idx"], cu_seqlens=plan.cu_seqlens,
+                                                  has_initial_state=hinit, plan=plan, out=out, null_slot=0)
+                        try:
+                            x["pool"].copy_(pool0)
+                            run()
+                            torch.cuda.synchronize()
+                            if ref_out is None and row["p_longest"] == 1:
+                                ref_out = out.float().clone()
+                            elif ref_out is not None:
+                                row["out_rel_diff_vs_p1"] = float((out.float() - ref_out).norm() / ref_out.norm())
+                            row["ms"] = bench(run)
+                        except Exception as exc:  # noqa: BLE001
+                            row["ms"] = None
+                            row["error"] = repr(exc)[:300]
+                        result["rows"].append(row)
+                        dump()
+                        print(f"[cp-sweep] {H}/{HV} {mix} bv={block_v} P={P} parts={row['parts']}: "
+                              f"{row['ms'] if row['ms'] is None else round(row['ms'], 4)} ms "
+                              f"diff={row.get('out_rel_diff_vs_p1')}", flush=True)
+                del x
+                torch.cuda.empty_cache()
+    finally:
+        if old_force is None:
+            os.environ.pop(cp.FORCE_ENV, None)
+        else:
+            os.environ[cp.FORCE_ENV] = old_force
+    result["wall_s"] = time.time() - t_start
+    dump()
+    fit_rows = [r for r in result["rows"] if r["forced"] != "rule"]
+    try:
+        fit = cp.fit_params({"sms": sms, "rows": fit_rows})
+        with open(os.path.join(args.out, "cp_fit.json"), "w") as f:
+            json.dump(fit, f, indent=1)
+        p = fit["params"]
+        print(f"[cp-sweep] fit: CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
+              f"max_parts={p['max_parts']}) geomean slowdown {fit['geomean_slowdown']:.3f} "
+              f"worst {fit['worst_slowdown']:.3f}", flush=True)
+    except Exception as exc:  # noqa: BLE001
+        print(f"[cp-sweep] fit failed: {exc!r}", flush=True)
+
+
+def _safe_build(b):
+    try:
+        _cp_build(b)
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return repr(exc)[:300]
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 def prewarm_worker(H: int, HV: int, mixes: list[str]) -> None:
@@ -277,7 +422,14 @@ def main() -> None:
     ap.add_argument("--prewarm-worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mixes", default=None)
     ap.add_argument("--no-prewarm", action="store_true")
+    ap.add_argument("--cp-sweep", action="store_true", help="issue 4: time QLA per forced CP partition count, fit the rule")
+    ap.add_argument("--cp-parts", default=",".join(str(p) for p in CP_PARTS))
+    ap.add_argument("--cp-block-v", default=None, help="e.g. 64,128 (default: the plan's choice)")
     args = ap.parse_args()
+    if args.cp_sweep:
+        os.makedirs(args.out, exist_ok=True)
+        cp_sweep(args)
+        return
     if args.prewarm_worker:
         H, HV = (int(t) for t in args.prewarm_worker.split(","))
         prewarm_worker(H, HV, args.mixes.split(","))
