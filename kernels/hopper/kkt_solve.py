@@ -6,13 +6,31 @@ For chunk rows i, j (C = 64), γ = chunk-local cumsum of g, D_ij = e^{γ_i − �
     Aβ = (I + L)⁻¹ diag(β)            (so that U = Aβ (V − diag(e^γ) K S₀))
 Outputs: ``gcum [T, HV]`` fp32 (γ per token) and ``a [T, HV, 64]`` (Aβ row of each token, input
 dtype). Only rows of real tokens are written; the padding of a sequence's last chunk uses β = 0 and
-g = 0, so no padded row or column leaks into a real one.
+g = 0, so no padded row or column leaks into a real one. The gate is applied before any exponential
+sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (the exponent is masked to 0
+elsewhere).
 
-The inverse is taken in fp32: the four 16×16 diagonal blocks by forward substitution (in parallel),
-then each 16-row block below the diagonal by block forward substitution
-(X_IJ = −X_II · Σ_{M<I} L_IM X_MJ).
+Work split: one CTA (128 threads) per (chunk, *key* head). K is loaded once and K Kᵀ (64×64×128,
+wgmma, fp32 accumulate) is computed once; the CTA then walks the G = HV / H value heads that share
+that key head, each with its own g / β.
 
-Grid: (num_chunks, HV), 128 threads. Sequence boundaries come from the plan's ``chunk_indices``
+The inverse X = (I + L)⁻¹ is kept in fp32 (rounded to the input dtype only on output), by blocks of
+16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
+
+1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
+   16×16 blocks and forward-substitute it in registers (x_r = δ_rc − Σ_{m<r} L_rm x_m, fully
+   unrolled, L read from shared memory as broadcasts; no barrier inside).
+2. 16→32 merge, both pairs in one 32×32×32 product on block-diagonal operands:
+   X_10 = −X_11 (L_10 X_00),  X_32 = −X_33 (L_32 X_22).
+3. 32→64 merge: with X_A = [[X_00, 0], [X_10, X_11]], X_B = [[X_22, 0], [X_32, X_33]] and
+   L_C = L[32:64, 0:32]:   X[32:64, 0:32] = −X_B (L_C X_A).
+   ([[A, 0], [C, B]]⁻¹ = [[A⁻¹, 0], [−B⁻¹ C A⁻¹, B⁻¹]].)
+The merge products (four 32×32×32 GEMMs per value head, tensor-core mma) run in split bf16
+("bf16x3"): every fp32 operand x is stored as hi = bf16(x), lo = bf16(x − hi) and a product is
+A_hi B_hi + A_hi B_lo + A_lo B_hi with fp32 accumulation (relative error ≈ 2⁻¹⁶, far below the
+bf16 output rounding). tests/test_kkt_scheme.py emulates exactly this scheme on the CPU.
+
+Grid: (num_chunks, H), 128 threads. Sequence boundaries come from the plan's ``chunk_indices``
 and ``cu_seqlens`` (device tables), so one compiled kernel serves every batch shape.
 """
 
@@ -20,6 +38,7 @@ import tilelang
 import tilelang.language as T
 
 CHUNK = 64
+MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~46 KB per CTA)
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False}
 
 
@@ -28,12 +47,15 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
     """TileLang prim_func for one (H, HV, K, dtype, l2norm) variant; T and chunk count are dynamic.
     ``strides``: token strides of k, g, beta (compile-time, so that loads vectorise)."""
     C = CHUNK
+    B = 16                      # diagonal block
+    Hf = 32                     # merge block
     G = HV // H
     NT = T.dynamic("num_tokens")
     NS = T.dynamic("num_seqs")
     NC = T.dynamic("num_chunks")
     sk, sg, sb = (int(x) for x in strides)
     accum = "float32"
+    half = "bfloat16"           # split-precision operands of the merge products
 
     @T.prim_func
     def qla_kkt_solve(
@@ -45,31 +67,53 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
         gcum: T.Tensor((NT, HV), accum),
         a: T.Tensor((NT, HV, C), in_dtype),
     ):
-        with T.Kernel(NC, HV, threads=128) as (bc, bh):
+        with T.Kernel(NC, H, threads=128) as (bc, bhk):
+            T.annotate_min_blocks_per_sm(MIN_BLOCKS)     # ≤ 128 registers: 4 CTAs (16 warps) per SM
             k_s = T.alloc_shared((C, K), in_dtype)
             g_s = T.alloc_shared((C,), accum)
             b_s = T.alloc_shared((C,), accum)
-            l_s = T.alloc_shared((C, C), accum)
-            x_s = T.alloc_shared((C, C), accum)
-            r_s = T.alloc_shared((16, C), accum)
+            ld_s = T.alloc_shared((4, B, B), accum)          # L_II, fp32
+            o_s = T.alloc_shared((C, C), in_dtype)           # output staging (X · diag(β))
+            # Merge operands, split bf16 (hi, lo):
+            a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
+            a1l = T.alloc_shared((Hf, Hf), half)
+            b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
+            b1l = T.alloc_shared((Hf, Hf), half)
+            p1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10 X_00, L_32 X_22)
+            p1l = T.alloc_shared((Hf, Hf), half)
+            a2h = T.alloc_shared((Hf, Hf), half)             # diag(X_11, X_33)
+            a2l = T.alloc_shared((Hf, Hf), half)
+            a3h = T.alloc_shared((Hf, Hf), half)             # L_C = L[32:64, 0:32]
+            a3l = T.alloc_shared((Hf, Hf), half)
+            b3h = T.alloc_shared((Hf, Hf), half)             # X_A = [[X_00, 0], [X_10, X_11]]
+            b3l = T.alloc_shared((Hf, Hf), half)
+            p2h = T.alloc_shared((Hf, Hf), half)             # L_C X_A
+            p2l = T.alloc_shared((Hf, Hf), half)
+            a4h = T.alloc_shared((Hf, Hf), half)             # X_B = [[X_22, 0], [X_32, X_33]]
+            a4l = T.alloc_shared((Hf, Hf), half)
             kk = T.alloc_fragment((C, C), accum)
-            row = T.alloc_fragment((4, 16), accum)
-            acc = T.alloc_fragment((16, C), accum)
-            acc2 = T.alloc_fragment((16, C), accum)
-            out_f = T.alloc_fragment((C, C), accum)
+            lf = T.alloc_fragment((C, C), accum)
+            acc = T.alloc_fragment((Hf, Hf), accum)
+            xc = T.alloc_local((B,), accum)
 
+            tx = T.get_thread_binding()
             seq = chunk_indices[bc, 0]
             left = cu_seqlens[seq] + chunk_indices[bc, 1] * C
             nvalid = T.min(cu_seqlens[seq + 1] - left, C)
 
-            T.copy(k[left:left + C, bh // G, 0:K], k_s)
-            for i in T.Parallel(C):
-                g_s[i] = T.if_then_else(i < nvalid, g[left + i, bh], 0.0)
-                b_s[i] = T.if_then_else(i < nvalid, beta[left + i, bh], 0.0)
-            T.cumsum(src=g_s, dst=g_s, dim=0)
-            for i in T.Parallel(C):
-                if i < nvalid:
-                    gcum[left + i, bh] = g_s[i]
+            T.copy(k[left:left + C, bhk, 0:K], k_s)
+            # Blocks that stay zero for every value head.
+            T.clear(a1h)
+            T.clear(a1l)
+            T.clear(b1h)
+            T.clear(b1l)
+            T.clear(a2h)
+            T.clear(a2l)
+            T.clear(b3h)
+            T.clear(b3l)
+            T.clear(a4h)
+            T.clear(a4l)
+            T.clear(o_s)
 
             if use_qk_l2norm:
                 kf = T.alloc_fragment((C, K), accum)
@@ -84,46 +128,107 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 T.copy(kf, k_s)
 
             T.gemm(k_s, k_s, kk, transpose_B=True, clear_accum=True)
-            for i, j in T.Parallel(C, C):
-                l_s[i, j] = T.if_then_else(
-                    (i > j) & (i < nvalid), kk[i, j] * b_s[i] * T.exp(g_s[i] - g_s[j]), 0.0)
-            for i, j in T.Parallel(C, C):
-                x_s[i, j] = T.if_then_else(i == j, 1.0, 0.0)
 
-            # Diagonal 16x16 blocks, all four at once: X[r] = e_r − Σ_{m<r} L[r, m] X[m].
-            for r in T.serial(1, 16):
-                for b, c in T.Parallel(4, 16):
-                    row[b, c] = T.if_then_else(c == r, 1.0, 0.0)
-                for m in T.serial(r):
-                    for b, c in T.Parallel(4, 16):
-                        row[b, c] -= l_s[b * 16 + r, b * 16 + m] * x_s[b * 16 + m, b * 16 + c]
-                for b, c in T.Parallel(4, 16):
-                    x_s[b * 16 + r, b * 16 + c] = row[b, c]
+            for gi in T.serial(G):
+                bh = bhk * G + gi
+                for i in T.Parallel(C):
+                    g_s[i] = T.if_then_else(i < nvalid, g[left + i, bh], 0.0)
+                    b_s[i] = T.if_then_else(i < nvalid, beta[left + i, bh], 0.0)
+                T.cumsum(src=g_s, dst=g_s, dim=0)
+                for i in T.Parallel(C):
+                    if i < nvalid:
+                        gcum[left + i, bh] = g_s[i]
 
-            # Row blocks below the diagonal, top to bottom.
-            for I in T.unroll(1, 4):
-                W = I * 16
-                for r, c in T.Parallel(16, C):
-                    acc[r, c] = 0.0
-                for m in T.serial(W):
-                    for r, c in T.Parallel(16, C):
-                        if c < W:
-                            acc[r, c] += l_s[W + r, m] * x_s[m, c]
-                T.copy(acc, r_s)
-                for r, c in T.Parallel(16, C):
-                    acc2[r, c] = 0.0
-                for p in T.serial(16):
-                    for r, c in T.Parallel(16, C):
-                        if c < W:
-                            acc2[r, c] -= x_s[W + r, W + p] * r_s[p, c]
-                for r, c in T.Parallel(16, C):
-                    if c < W:
-                        x_s[W + r, c] = acc2[r, c]
+                # L in registers (kk's layout), then scattered into its consumers: the diagonal
+                # blocks in fp32, the merge operands split. e^x only sees x = γ_i − γ_j with i > j.
+                for i, j in T.Parallel(C, C):
+                    lf[i, j] = T.if_then_else(
+                        (i > j) & (i < nvalid),
+                        kk[i, j] * b_s[i] * T.exp(T.if_then_else(i > j, g_s[i] - g_s[j], 0.0)), 0.0)
+                for i, j in T.Parallel(C, C):
+                    if i // B == j // B:
+                        ld_s[i // B, i % B, j % B] = lf[i, j]
+                for i, j in T.Parallel(C, C):
+                    lh = T.cast(lf[i, j], half)
+                    ll = T.cast(lf[i, j] - T.cast(lh, accum), half)
+                    if (i // B == 1) & (j // B == 0):
+                        a1h[i - B, j] = lh
+                        a1l[i - B, j] = ll
+                    if (i // B == 3) & (j // B == 2):
+                        a1h[i - 2 * B, j - B] = lh
+                        a1l[i - 2 * B, j - B] = ll
+                    if (i >= Hf) & (j < Hf):
+                        a3h[i - Hf, j] = lh
+                        a3l[i - Hf, j] = ll
 
-            for i, j in T.Parallel(C, C):
-                out_f[i, j] = x_s[i, j] * b_s[j]
-            for i, j in T.Parallel(C, C):
-                if i < nvalid:
-                    a[left + i, bh, j] = out_f[i, j]
+                # 1. Diagonal blocks: one thread per column of a 16x16 block, in registers.
+                if tx < 4 * B:
+                    blk = tx // B
+                    col = tx % B
+                    for r in T.unroll(B):
+                        xc[r] = T.if_then_else(r == col, 1.0, 0.0)
+                        for m in T.unroll(r):
+                            xc[r] = xc[r] - ld_s[blk, r, m] * xc[m]
+                    bcol = b_s[blk * B + col]
+                    for r in T.unroll(B):
+                        xv = xc[r]
+                        xh = T.cast(xv, half)
+                        xl = T.cast(xv - T.cast(xh, accum), half)
+                        o_s[blk * B + r, blk * B + col] = T.cast(xv * bcol, in_dtype)
+                        if blk % 2 == 0:
+                            b1h[(blk // 2) * B + r, (blk // 2) * B + col] = xh
+                            b1l[(blk // 2) * B + r, (blk // 2) * B + col] = xl
+                        else:
+                            a2h[(blk // 2) * B + r, (blk // 2) * B + col] = xh
+                            a2l[(blk // 2) * B + r, (blk // 2) * B + col] = xl
+                        if blk < 2:
+                            b3h[blk * B + r, blk * B + col] = xh
+                            b3l[blk * B + r, blk * B + col] = xl
+                        else:
+                            a4h[(blk - 2) * B + r, (blk - 2) * B + col] = xh
+                            a4l[(blk - 2) * B + r, (blk - 2) * B + col] = xl
+
+                # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
+                T.gemm(a1h, b1h, acc, clear_accum=True)
+                T.gemm(a1h, b1l, acc)
+                T.gemm(a1l, b1h, acc)
+                for i, j in T.Parallel(Hf, Hf):
+                    ph = T.cast(acc[i, j], half)
+                    p1h[i, j] = ph
+                    p1l[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
+                T.gemm(a2h, p1h, acc, clear_accum=True)
+                T.gemm(a2h, p1l, acc)
+                T.gemm(a2l, p1h, acc)
+                for i, j in T.Parallel(Hf, Hf):
+                    if i // B == j // B:
+                        xv = -acc[i, j]
+                        xh = T.cast(xv, half)
+                        xl = T.cast(xv - T.cast(xh, accum), half)
+                        if i < B:       # X_10 -> rows 16..31, cols 0..15
+                            o_s[B + i, j] = T.cast(xv * b_s[j], in_dtype)
+                            b3h[B + i, j] = xh
+                            b3l[B + i, j] = xl
+                        else:           # X_32 -> rows 48..63, cols 32..47
+                            o_s[Hf + i, B + j] = T.cast(xv * b_s[B + j], in_dtype)
+                            a4h[i, j - B] = xh
+                            a4l[i, j - B] = xl
+
+                # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
+                T.gemm(a3h, b3h, acc, clear_accum=True)
+                T.gemm(a3h, b3l, acc)
+                T.gemm(a3l, b3h, acc)
+                for i, j in T.Parallel(Hf, Hf):
+                    ph = T.cast(acc[i, j], half)
+                    p2h[i, j] = ph
+                    p2l[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
+                T.gemm(a4h, p2h, acc, clear_accum=True)
+                T.gemm(a4h, p2l, acc)
+                T.gemm(a4l, p2h, acc)
+                for i, j in T.Parallel(Hf, Hf):
+                    o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[j], in_dtype)
+
+                for i, j in T.Parallel(C, C):
+                    if i < nvalid:
+                        a[left + i, bh, j] = o_s[i, j]
 
     return qla_kkt_solve
