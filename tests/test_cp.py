@@ -349,7 +349,8 @@ def _have_compiler() -> bool:
     return ok
 
 
-@pytest.mark.parametrize("bv,pool_dtype,layout,hinit", [(128, "float32", "vk", True), (64, "bfloat16", "kv", False)])
+@pytest.mark.parametrize("bv,pool_dtype,layout,hinit", [(64, "float32", "vk", True), (64, "bfloat16", "kv", False),
+                                                     (128, "bfloat16", "vk", False)])
 def test_combine_compiles_for_sm90a(bv, pool_dtype, layout, hinit, monkeypatch):
     if not _have_compiler():
         pytest.skip("tilelang or nvcc missing")

@@ -225,6 +225,9 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
 # TileLang kernels for the GPU path
 
 
+COMBINE_BLOCK_V = 64     # the combine's own V-block (the chain's CTAs: HV · V / 64 per sequence)
+
+
 def combine_kernel(HV: int, K: int, V: int, block_v: int, pool_dtype: str, state_layout: str,
                    read_has_initial_state: bool):
     from . import _compile, _get
@@ -246,8 +249,8 @@ def phase_kernels(var) -> tuple[Any, Any]:
 def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, hinit, out, null_slot) -> None:
     """The GPU CP path (called from gdn_prefill_hopper after kkt_solve)."""
     partials, from_starts = phase_kernels(var)
-    comb = combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v, var.pool_dtype,
-                          var.state_layout, var.has_initial_state)
+    comb = combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
+                          var.pool_dtype, var.state_layout, var.has_initial_state)
     run_cp(tables, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, state_indices=idx,
            has_initial_state=hinit, out=out, null_slot=null_slot, state_layout=var.state_layout,
            partials=partials, combine=comb, from_starts=from_starts)
@@ -257,8 +260,8 @@ def warmup_cp(variants, log=print) -> None:
     """Compile the CP kernels (phases + combine) of these variants."""
     for var in variants:
         phase_kernels(var)
-        combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v, var.pool_dtype,
-                       var.state_layout, var.has_initial_state)
+        combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
+                       var.pool_dtype, var.state_layout, var.has_initial_state)
         if log is not None:
             log(f"qla-serve warmup: CP kernels {var}")
 

@@ -16,7 +16,8 @@ bf16 parts (x = hi + lo, |lo| ≤ 2⁻⁹|x|): S M ≈ Sₕ Mₕ + Sₕ Mₗ + S
 ≈ 2⁻¹⁶ relative per step (tf32 would give ≈ 2⁻¹¹, and tf32 wgmma needs K-major B, which the
 "vk" Mᵀ storage is not).
 
-Grid: (V / BV, HV, N real sequences). N, the virtual/partial counts, the pool's rows and stride
+Grid: (V / BV, HV, N real sequences); BV = 64 by default (:data:`cp.COMBINE_BLOCK_V`, independent of the
+fused kernel's V-block): twice the CTAs of BV = 128 on this serial chain, half the product per step. N, the virtual/partial counts, the pool's rows and stride
 are dynamic.
 """
 
@@ -78,7 +79,6 @@ def build_cp_combine(HV: int, K: int, V: int, block_v: int, pool_dtype: str, sta
             mh_s = T.alloc_shared((K, K), half)
             ml_s = T.alloc_shared((K, K), half)
             S = T.alloc_fragment(s_shape, accum)
-            Mf = T.alloc_fragment((K, K), accum)
 
             v0 = bv * BV
             slot = T.alloc_var("int32")
@@ -108,10 +108,12 @@ def build_cp_combine(HV: int, K: int, V: int, block_v: int, pool_dtype: str, sta
                         for i, j in T.Parallel(K, BV):
                             sh_s[i, j] = T.cast(S[i, j], half)
                             sl_s[i, j] = T.cast(S[i, j] - T.cast(T.cast(S[i, j], half), accum), half)
-                    T.copy(scratch[num_partial + r0 + p, bh, 0:K, 0:K], Mf)
+                    # M straight from global into its two bf16 halves (no 128×128 fp32 fragment)
                     for i, j in T.Parallel(K, K):
-                        mh_s[i, j] = T.cast(Mf[i, j], half)
-                        ml_s[i, j] = T.cast(Mf[i, j] - T.cast(T.cast(Mf[i, j], half), accum), half)
+                        mh_s[i, j] = T.cast(scratch[num_partial + r0 + p, bh, i, j], half)
+                        ml_s[i, j] = T.cast(scratch[num_partial + r0 + p, bh, i, j]
+                                            - T.cast(T.cast(scratch[num_partial + r0 + p, bh, i, j], half), accum),
+                                            half)
                     state_slice_copy_in(scratch, r0 + p, bh, v0, S)
                     if vk:
                         # Sᵀ [BV, K(c)] @ Mᵀ [K(c), K]
