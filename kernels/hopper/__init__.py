@@ -75,16 +75,6 @@ class Variant:
         return (H * Kd, H * Kd, HV * Vd, HV * Vd, HV, HV)
 
 
-def pipelined() -> bool:
-    """QLA_HOPPER_PIPELINE=1 selects the pipelined (TMA, warp-specialised by TileLang) chunk loop.
-
-    Off by default: on the H200 (2026-11-29) it passed the no-skip cases (32K tokens, o 3.4e-3) but left
-    the outputs of skipped (null / negative slot) sequences unwritten (NaN) in 6 of 8 GPU tests. The
-    loop has since been restructured (no if/else around it; compiles for sm_90a) but NOT re-run on a
-    GPU: run ``QLA_HOPPER_PIPELINE=1 pytest -m gpu tests/test_hopper_gpu.py`` before turning it on."""
-    return os.environ.get("QLA_HOPPER_PIPELINE", "0") == "1"
-
-
 def _target() -> str | None:
     return os.environ.get("TILELANG_DEFAULT_TARGET") or None
 
@@ -130,19 +120,21 @@ def kkt_kernel_for(var: "Variant"):
                       (st[1], st[4], st[5]))
 
 
-def fwd_kernel(var: Variant):
+def fwd_kernel(var: Variant, phase: int = 0):
+    """The fused walk for a variant. ``phase``: 0 the prefill; 1 and 3 the CP partial and output
+    passes (see :mod:`fused_fwd` and :mod:`cp`)."""
     from . import fused_fwd
 
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
-    pipe = pipelined()
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, pipe)
+           bool(var.has_initial_state), scale, strides, int(phase))
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
-                                  bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides, pipe),
+                                  bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
+                                  int(phase)),
         fused_fwd.PASS_CONFIGS))
 
 
