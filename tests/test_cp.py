@@ -308,6 +308,55 @@ def test_cp_tables_from_plan_drive_the_math(monkeypatch):
     assert e_o < 1e-6 and e_s < 1e-6
 
 
+@pytest.mark.parametrize("layout,pool_dtype,hinit_mode", [("vk", torch.float32, "mix"), ("kv", torch.bfloat16, "none")])
+def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, monkeypatch):
+    """The real entry point's CP branch (plan → tables → scratch → phases) on the CPU, TileLang kernels
+    replaced by the torch emulations: dense int32 indices, has_initial_state handling, null slots."""
+    from qla_serve.kernels import hopper
+
+    seqlens, H, HV, D = [700, 64, 1, 300], 1, 2, 32
+    q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.bfloat16, seed=17)
+    g[:, 0] = 0.0
+    N = len(seqlens)
+    pool = make_pool(N + 3, HV, K=D, V=D, layout=layout, dtype=pool_dtype, row_stride_pad=3, seed=17)
+    idx = torch.tensor([2, 0, 3, 1], dtype=torch.int64)[:, None].expand(N, 2)[:, 0]   # strided, slot 0 null
+    hinit = None if hinit_mode == "none" else torch.tensor([True, True, False, False])
+    pool_before = pool.clone()
+    o_ref, s_ref = oracle_for(q, k, v, g, beta, cu.tolist(), pool_before, idx.tolist(),
+                              [True] * N if hinit is None else hinit.tolist(), layout=layout, null_slot=0)
+    partials, combine, from_starts, calls = torch_phases(g, beta, layout)
+    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: (lambda *a: calls.append("kkt")))
+
+    def no_fwd(var, phase=0):
+        def run(*a):
+            raise AssertionError("the non-CP kernel ran")
+        return run
+    monkeypatch.setattr(hopper, "fwd_kernel", no_fwd)
+    monkeypatch.setattr(cp, "phase_kernels", lambda var: (partials, from_starts))
+
+    def combine_kernel(HV, K, V, block_v, pool_dtype, layout_, read_has_initial_state):
+        assert (pool_dtype, layout_, read_has_initial_state) == (hopper.POOL_DTYPES[pool.dtype], layout,
+                                                                 hinit is not None)
+        # the variant without has_initial_state gets a dummy uint8 tensor and must not read it
+        return lambda pool_, idx_, hi, *rest: combine(pool_, idx_, hi if read_has_initial_state else None, *rest)
+    monkeypatch.setattr(cp, "combine_kernel", combine_kernel)
+    monkeypatch.setenv(cp.FORCE_ENV, "4")
+    plan = plan_prefill(cu, state_indices_cpu=idx, num_slots=pool.shape[0], null_slot=0)
+    out = torch.full_like(v, float("nan"))
+    hopper.gdn_prefill_hopper(q, k, v, g, beta, state_pool=pool, state_indices=idx, has_initial_state=hinit,
+                              plan=plan, scale=D ** -0.5, use_qk_l2norm=False, out=out, state_layout=layout,
+                              null_slot=0)
+    assert calls == ["kkt", "partials", "combine", "from_starts"]
+    live = [0, 2, 3]
+    cu_l = cu.tolist()
+    assert (out[cu_l[1]:cu_l[2]] == 0).all()
+    rows = torch.cat([torch.arange(cu_l[i], cu_l[i + 1]) for i in live])
+    assert rel_err(out[rows], o_ref[rows]) < 5e-3                    # bf16 output rounding
+    e_s = rel_err(pool_to_kv(pool[idx[live]].double(), layout), s_ref[live])
+    assert e_s < (5e-3 if pool_dtype == torch.bfloat16 else 1e-6)
+    assert torch.equal(pool[0], pool_before[0]) and torch.equal(pool[4], pool_before[4])
+
+
 # ---------------------------------------------------------------------------------------------- fit
 
 

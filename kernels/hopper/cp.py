@@ -313,9 +313,12 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
                     picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
                                                                "slowdown": t / min(times.values())}
                 score = math.exp(sum(logs) / max(1, len(logs)))
-                if best is None or score < best["geomean_slowdown"] - 1e-12:
+                worst = max((v["slowdown"] for v in picks.values()), default=1.0)
+                # ties: the smaller worst case, then the grid's order (fewer CTAs, shorter partitions)
+                if (best is None or score < best["geomean_slowdown"] - 1e-9
+                        or (score <= best["geomean_slowdown"] + 1e-9 and worst < best["worst_slowdown"] - 1e-9)):
                     best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp},
-                            "geomean_slowdown": score, "worst_slowdown": max(v["slowdown"] for v in picks.values()),
+                            "geomean_slowdown": score, "worst_slowdown": worst,
                             "rows": picks}
     return best
 
