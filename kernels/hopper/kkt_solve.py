@@ -10,9 +10,12 @@ g = 0, so no padded row or column leaks into a real one. The gate is applied bef
 sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (the exponent is masked to 0
 elsewhere).
 
-Work split: one CTA (128 threads) per (chunk, *key* head). K is loaded once and K Kᵀ (64×64×128,
-wgmma, fp32 accumulate) is computed once; the CTA then walks the G = HV / H value heads that share
-that key head, each with its own g / β.
+Work split: one CTA (128 threads, ≤ 128 registers, ~46 KB shared: 4 CTAs per SM) per (chunk, *key*
+head). K is loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of
+all G = HV / H value heads sharing that key head are loaded together with K and cumsummed at once
+(one warp per head). The CTA then walks the G value heads: gated L in registers (K Kᵀ's fragment
+layout) → shared → inverse → output staged in shared and stored as 16-byte rows. About 11 barriers
+per value head (TileLang's sync planner adds one after every mma stage).
 
 The inverse X = (I + L)⁻¹ is kept in fp32 (rounded to the input dtype only on output), by blocks of
 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
@@ -70,8 +73,8 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
         with T.Kernel(NC, H, threads=128) as (bc, bhk):
             T.annotate_min_blocks_per_sm(MIN_BLOCKS)     # ≤ 128 registers: 4 CTAs (16 warps) per SM
             k_s = T.alloc_shared((C, K), in_dtype)
-            g_s = T.alloc_shared((C,), accum)
-            b_s = T.alloc_shared((C,), accum)
+            g_s = T.alloc_shared((G, C), accum)              # γ of the G value heads
+            b_s = T.alloc_shared((G, C), accum)
             ld_s = T.alloc_shared((4, B, B), accum)          # L_II, fp32
             o_s = T.alloc_shared((C, C), in_dtype)           # output staging (X · diag(β))
             # Merge operands, split bf16 (hi, lo):
@@ -101,6 +104,10 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             left = cu_seqlens[seq] + chunk_indices[bc, 1] * C
             nvalid = T.min(cu_seqlens[seq + 1] - left, C)
 
+            # g, β of all G value heads up front (their latency hides under the K load).
+            for i, gi in T.Parallel(C, G):
+                g_s[gi, i] = T.if_then_else(i < nvalid, g[left + i, bhk * G + gi], 0.0)
+                b_s[gi, i] = T.if_then_else(i < nvalid, beta[left + i, bhk * G + gi], 0.0)
             T.copy(k[left:left + C, bhk, 0:K], k_s)
             # Blocks that stay zero for every value head.
             T.clear(a1h)
@@ -128,29 +135,24 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 T.copy(kf, k_s)
 
             T.gemm(k_s, k_s, kk, transpose_B=True, clear_accum=True)
+            T.cumsum(src=g_s, dst=g_s, dim=1)
+            for i, gi in T.Parallel(C, G):
+                if i < nvalid:
+                    gcum[left + i, bhk * G + gi] = g_s[gi, i]
 
             for gi in T.serial(G):
                 bh = bhk * G + gi
-                for i in T.Parallel(C):
-                    g_s[i] = T.if_then_else(i < nvalid, g[left + i, bh], 0.0)
-                    b_s[i] = T.if_then_else(i < nvalid, beta[left + i, bh], 0.0)
-                T.cumsum(src=g_s, dst=g_s, dim=0)
-                for i in T.Parallel(C):
-                    if i < nvalid:
-                        gcum[left + i, bh] = g_s[i]
-
                 # L in registers (kk's layout), then scattered into its consumers: the diagonal
                 # blocks in fp32, the merge operands split. e^x only sees x = γ_i − γ_j with i > j.
                 for i, j in T.Parallel(C, C):
                     lf[i, j] = T.if_then_else(
                         (i > j) & (i < nvalid),
-                        kk[i, j] * b_s[i] * T.exp(T.if_then_else(i > j, g_s[i] - g_s[j], 0.0)), 0.0)
-                for i, j in T.Parallel(C, C):
-                    if i // B == j // B:
-                        ld_s[i // B, i % B, j % B] = lf[i, j]
+                        kk[i, j] * b_s[gi, i] * T.exp(T.if_then_else(i > j, g_s[gi, i] - g_s[gi, j], 0.0)), 0.0)
                 for i, j in T.Parallel(C, C):
                     lh = T.cast(lf[i, j], half)
                     ll = T.cast(lf[i, j] - T.cast(lh, accum), half)
+                    if i // B == j // B:
+                        ld_s[i // B, i % B, j % B] = lf[i, j]
                     if (i // B == 1) & (j // B == 0):
                         a1h[i - B, j] = lh
                         a1l[i - B, j] = ll
@@ -169,7 +171,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                         xc[r] = T.if_then_else(r == col, 1.0, 0.0)
                         for m in T.unroll(r):
                             xc[r] = xc[r] - ld_s[blk, r, m] * xc[m]
-                    bcol = b_s[blk * B + col]
+                    bcol = b_s[gi, blk * B + col]
                     for r in T.unroll(B):
                         xv = xc[r]
                         xh = T.cast(xv, half)
@@ -205,11 +207,11 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                         xh = T.cast(xv, half)
                         xl = T.cast(xv - T.cast(xh, accum), half)
                         if i < B:       # X_10 -> rows 16..31, cols 0..15
-                            o_s[B + i, j] = T.cast(xv * b_s[j], in_dtype)
+                            o_s[B + i, j] = T.cast(xv * b_s[gi, j], in_dtype)
                             b3h[B + i, j] = xh
                             b3l[B + i, j] = xl
                         else:           # X_32 -> rows 48..63, cols 32..47
-                            o_s[Hf + i, B + j] = T.cast(xv * b_s[B + j], in_dtype)
+                            o_s[Hf + i, B + j] = T.cast(xv * b_s[gi, B + j], in_dtype)
                             a4h[i, j - B] = xh
                             a4l[i, j - B] = xl
 
@@ -225,7 +227,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 T.gemm(a4h, p2l, acc)
                 T.gemm(a4l, p2h, acc)
                 for i, j in T.Parallel(Hf, Hf):
-                    o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[j], in_dtype)
+                    o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], in_dtype)
 
                 for i, j in T.Parallel(C, C):
                     if i < nvalid:
