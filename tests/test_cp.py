@@ -420,3 +420,17 @@ def test_combine_compiles_for_sm90a(bv, pool_dtype, layout, hinit, monkeypatch):
     kern = cp.combine_kernel(8, 128, 128, bv, pool_dtype, layout, hinit)
     src = kern.get_kernel_source()
     assert "wgmma" in src, "the combine product should use Hopper wgmma"
+
+
+def test_cp_path_compiles_for_sm90a(monkeypatch):
+    """Every kernel the CP path launches for one variant: kkt, fused phases 1 and 3, the combine."""
+    if not _have_compiler():
+        pytest.skip("tilelang or nvcc missing")
+    if not os.environ.get("TILELANG_DEFAULT_TARGET"):
+        monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")
+    from qla_serve.kernels import hopper
+
+    var = hopper.Variant(16, 32, pool_dtype="float32", state_layout="vk", has_initial_state=True, block_v=64)
+    partials, from_starts = cp.phase_kernels(var)
+    assert "wgmma" in from_starts.get_kernel_source()
+    cp.warmup_cp([var], log=None)
