@@ -3,6 +3,10 @@
 # plugin in this Python, and defines `warm MODEL_DIR` (compile qla-serve's TileLang variants for
 # the model before vLLM takes traffic; QLA_WARMUP=0 skips; failure is not fatal).
 mkdir -p "$OUT"
+# Multi-GPU machines here keep NVLink multicast off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# are set there and inherited by every server): also keep vLLM off torch symmetric-memory all-reduce,
+# whose multimem path does not run there.
+if [ "${TP:-1}" != 1 ]; then export VLLM_ALLREDUCE_USE_SYMM_MEM=0; fi
 {
   echo "# $(date -u +%FT%TZ) $(basename "$0")"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
@@ -22,7 +26,10 @@ warm() {
   "$PY" -m qla_serve.cli info 2>&1 | tee "$OUT/qla-serve-info.txt" | tail -12 || true
   [ "${QLA_WARMUP:-1}" = 1 ] || return 0
   local t0=$SECONDS
-  "$PY" -m qla_serve.cli warmup --config "$1/config.json" --tp "$TP" --pool-dtype bf16 2>&1 | tail -5 \
+  # The variants vLLM's adapter hits (contiguous q/k/v, has_initial_state, no in-kernel l2norm),
+  # both pool dtypes (vLLM's ssm cache is the model dtype unless --mamba-ssm-cache-dtype), built in
+  # one pool of one process per core. gpu_prep.sh does this for every shape at once.
+  "$PY" -m qla_serve.cli warmup --config "$1/config.json" --tp "$TP" --engine vllm 2>&1 | tail -5 \
     || echo "qla-serve warmup failed; kernels compile on first use"
   echo "warmup: $((SECONDS - t0)) s"
 }

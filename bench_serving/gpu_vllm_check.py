@@ -31,6 +31,16 @@ def prompts(lengths, seed, vocab):
     return [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
 
 
+def gpu_count() -> int:
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
 def compare(a: dict, b: dict, ids: list[int]) -> dict:
     same = a["token_ids"] == b["token_ids"]
     first_diff = next((i for i, (x, y) in enumerate(zip(a["token_ids"], b["token_ids"])) if x != y), None)
@@ -66,6 +76,8 @@ def main(argv=None) -> int:
     ap.add_argument("--concurrent-lengths", default=",".join(map(str, CONCURRENT)))
     ap.add_argument("--max-model-len", type=int, default=16384)
     ap.add_argument("--gpu-memory-utilization", default="0.40", help="per server (both share the GPU)")
+    ap.add_argument("--parallel", choices=("auto", "on", "off"), default="auto",
+                    help="start both servers at once, each on its own TP GPUs (auto: when there are 2×TP GPUs)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -78,21 +90,34 @@ def main(argv=None) -> int:
     if args.eager:
         common.append("--enforce-eager")
     env = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    parallel = args.parallel == "on" or (args.parallel == "auto" and gpu_count() >= 2 * args.tp)
+    env_ref, env_qla = dict(env), dict(env)
+    if parallel:  # separate GPUs: the two engines cannot misjudge each other's memory
+        env_ref["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.tp))
+        env_qla["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.tp, 2 * args.tp))
     trace = args.out / "qla-trace.jsonl"
     trace.unlink(missing_ok=True)
-    ref = VLLMServer(args.model, common + ["--gdn-prefill-backend", args.ref], env=env,
+    ref = VLLMServer(args.model, common + ["--gdn-prefill-backend", args.ref], env=env_ref,
                      log_path=args.out / f"server-{args.ref}.log", startup_timeout=args.startup_timeout)
-    qla = VLLMServer(args.model, common + args.qla_args.split(), env={**env, "QLA_VLLM_TRACE": str(trace)},
+    qla = VLLMServer(args.model, common + args.qla_args.split(), env={**env_qla, "QLA_VLLM_TRACE": str(trace)},
                      log_path=args.out / "server-qla.log", startup_timeout=args.startup_timeout)
     report: dict = {"model": str(args.model), "common_args": common, "ref": args.ref, "qla_args": args.qla_args,
                     "tp": args.tp, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "QLA_BACKEND": os.environ.get("QLA_BACKEND", "auto")}
+                    "QLA_BACKEND": os.environ.get("QLA_BACKEND", "auto"), "parallel_start": parallel}
     t0 = time.time()
     try:
-        # One at a time: two engines initialising at once on one GPU can misjudge free memory.
-        ref.start()
-        qla.start()
+        if parallel:
+            ref.launch()
+            qla.launch()
+            ref.wait_healthy()
+            qla.wait_healthy()
+        else:
+            # One at a time: two engines initialising at once on one GPU can misjudge free memory.
+            ref.start()
+            print(f"reference server healthy after {time.time() - t0:.0f} s", flush=True)
+            qla.start()
         report["startup_s"] = time.time() - t0
+        print(f"both servers healthy after {report['startup_s']:.0f} s", flush=True)
 
         def both(ids):
             kw = dict(logprobs=5, prompt_logprobs=1)

@@ -20,7 +20,11 @@
 # machine pass `carry: [".work/bench-h200"]` after copying the last call's files there) and are
 # copied to $OUT after every call: $OUT/<shape>/{results.json,summary.md,*.png,server-*.log}.
 # Env: SHAPES (default "full tp8rank"), BACKENDS (default qla,auto,triton), TP (default 1),
-# QLA_WARMUP=0 (skip compiling qla-serve's TileLang variants up front), TILELANG_CACHE_DIR, PYTHON.
+# PRESET (default h200; h200-quick = the same kinds of workload with fewer requests, eager, for one
+# short lease: see bench_serving/GPU_RUNBOOK.md), QLA_WARMUP=0 (skip compiling qla-serve's TileLang
+# variants up front: gpu_prep.sh did), TILELANG_CACHE_DIR, PYTHON.
+# What comes back fits the device tool's limit of 8 files: $OUT/env.txt, $OUT/qla-serve-info.txt,
+# $OUT/<shape>/{summary.md,results.json} and $OUT/bench-h200.tar.gz (everything, plots and logs).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -31,6 +35,7 @@ OUT="${OUT:-$RESULTS}"
 SHAPES="${SHAPES:-full tp8rank}"
 BACKENDS="${BACKENDS:-qla,auto,triton}"
 DEADLINE="${DEADLINE:-540}"
+PRESET="${PRESET:-h200}"
 export VLLM_USE_FLASHINFER_SAMPLER=0   # avoids a sampler JIT at start-up
 # TileLang's kernel cache inside the checkout (git-ignored): a cache built beforehand without a GPU
 # (`qla-serve warmup --config .work/<preset>/config.json --pool-dtype bf16 --compile-only`, with the
@@ -44,12 +49,14 @@ copy_back() {
   for d in "$RESULTS"/*/; do
     [ -d "$d" ] || continue
     mkdir -p "$OUT/$(basename "$d")"
-    cp "$d"/results.json "$d"/summary.md "$d"/*.png "$d"/server-*.log "$OUT/$(basename "$d")/" 2>/dev/null || true
+    cp "$d"/results.json "$d"/summary.md "$OUT/$(basename "$d")/" 2>/dev/null || true
   done
+  # Plots, server logs and step traces in one file (the device tool returns at most 8 files).
+  tar -C "$RESULTS" -czf "$OUT/bench-h200.tar.gz" . 2>/dev/null || true
 }
 trap copy_back EXIT
 
-args=(--preset h200 --backends "$BACKENDS")
+args=(--preset "$PRESET" --backends "$BACKENDS")
 [ "${ONE_SERVER:-1}" = 1 ] && args+=(--one-server)
 [ "${EAGER:-0}" = 1 ] && args+=(--eager)
 [ "$TP" != 1 ] && args+=(--tp "$TP")
@@ -61,6 +68,7 @@ for shape in $SHAPES; do
     *) echo "unknown shape $shape (full, tp8rank)" >&2; exit 2 ;;
   esac
   MODEL="$ROOT/.work/$preset"          # outside $OUT: nothing large travels back
+  shape_out="$RESULTS/$shape"; [ "$PRESET" = h200 ] || shape_out="$RESULTS/$shape-$PRESET"
   "$PY" bench_serving/tiny_model.py "$MODEL" --preset "$preset" --no-weights
   left=$((T_END - SECONDS))
   if [ "$left" -lt 120 ]; then complete=0; echo "[$shape] not started: ${left}s left; run again"; continue; fi
@@ -68,7 +76,7 @@ for shape in $SHAPES; do
   left=$((T_END - SECONDS))
   echo "[$shape] serve.py with ${left}s left"
   if ! timeout -k 30 --signal=INT "$left" "$PY" bench_serving/serve.py "${args[@]}" --model "$MODEL" \
-       --out "$RESULTS/$shape" "$@"; then
+       --out "$shape_out" "$@"; then
     complete=0; echo "[$shape] incomplete (deadline or failed requests): run again to resume"
   fi
 done

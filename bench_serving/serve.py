@@ -15,7 +15,9 @@ default: FlashInfer GDN prefill on sm_90; on vLLM's CPU build its CPU GDN op); `
 ``--gdn-prefill-backend triton`` (CUDA only: vLLM's CPU op ignores the flag); ``flashinfer``.
 
 Presets (``--preset``): ``h200`` (issue 7: prompts 2K/8K/32K at concurrency 1, a mixed-length
-stream at concurrency 4 and 16, a prefix-reuse stream at 16 with prefix caching on), ``cpu``
+stream at concurrency 4 and 16, a prefix-reuse stream at 16 with prefix caching on), ``h200-quick``
+(the same kinds of workload with 2-3 requests per prompt length and 32/24-request streams at 16;
+eager by default: fits one short device lease), ``cpu``
 (the same shapes shrunk for vLLM's CPU build and the tiny model), ``cpu-smoke`` (smaller still;
 the CI test). ``--workloads`` picks a subset by name; ``--list`` prints them.
 
@@ -105,6 +107,16 @@ PRESETS = {
                    mixed([256, 512, 1024, 2048, 4096, 8192], 16, 64, 64),
                    prefix(8192, [128, 256, 512, 1024], 16, 48, 64)],
         max_model_len=33792, max_num_batched_tokens=8192, eager=False, vocab=2048,
+        model=ROOT / ".work" / "qwen3-next-80b-8l-e512"),
+    # Issue 7's workloads at the fewest requests that still give p50s, for one short device lease:
+    # 2K/8K/32K at concurrency 1, the mixed-length stream at 16, the prefix-reuse stream at 16.
+    # Eager by default (each CUDA-graph server start adds torch.compile + capture time; pass
+    # --no-eager for graphs); run with --one-server (run_h200.sh does) so each backend starts once.
+    "h200-quick": dict(
+        workloads=[fixed(2048, 3, 64), fixed(8192, 3, 64), fixed(32768, 2, 64),
+                   mixed([256, 512, 1024, 2048, 4096, 8192], 16, 32, 64),
+                   prefix(8192, [128, 256, 512, 1024], 16, 24, 64)],
+        max_model_len=33792, max_num_batched_tokens=8192, eager=True, vocab=2048,
         model=ROOT / ".work" / "qwen3-next-80b-8l-e512"),
     "cpu": dict(
         workloads=[fixed(512, 3, 16), fixed(2048, 3, 16),
@@ -426,6 +438,13 @@ def plots(report: dict, out: Path) -> list[Path]:
     return written
 
 
+def _flush_steps(srv) -> None:
+    """Step-timing lines are written when the next step starts: two 1-token requests flush the last ones."""
+    for _ in range(2):
+        asyncio.run(drive(srv.url, srv.served_name, [[5]], 1, 2))
+    time.sleep(0.5)
+
+
 def write_report(report: dict, out: Path, with_plots: bool = True) -> list[Path]:
     report["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (out / "results.json").write_text(json.dumps(report, indent=1))
@@ -568,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
             srv = VLLMServer(model, args_b, env=env, log_path=out / f"server-{tag}.log",
                              startup_timeout=args.startup_timeout)
             windows = []
+            interrupted = False
             try:
                 srv.start()
                 startup_s = time.perf_counter() - t0
@@ -591,10 +611,16 @@ def main(argv: list[str] | None = None) -> int:
                     hits1 = prefix_counters(srv)
                     s["prefix_cache"] = {k: hits1[k] - hits0[k] for k in hits0} if hits0 and hits1 else None
                     windows.append((w, s, ta, tb, [r for r in res if r.error is None]))
-                # Steps are written when the next step starts: two 1-token requests flush the last ones.
-                for _ in range(2):
-                    asyncio.run(drive(srv.url, srv.served_name, [[5]], 1, 2))
-                time.sleep(0.5)
+                _flush_steps(srv)
+            except KeyboardInterrupt:
+                # A deadline (run_h200.sh: timeout --signal=INT): keep the workloads that finished.
+                interrupted = True
+                print(f"\n[{tag}] interrupted: keeping {len(windows)} finished workload(s)", flush=True)
+                if windows and srv.proc is not None:
+                    try:
+                        _flush_steps(srv)
+                    except BaseException:
+                        pass
             finally:
                 srv.stop()
             steps = read_jsonl(steps_path)
@@ -612,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"prefill steps, share of step {fmt(100 * g['share_of_step'] if g.get('share_of_step') else None)}%",
                       flush=True)
             write_report(report, out, with_plots=False)      # resume point
+            if interrupted:
+                write_report(report, out, with_plots=not args.no_plots)
+                print(f"interrupted: {out / 'results.json'} holds the finished cells; rerun to resume")
+                return 130
     written = write_report(report, out, with_plots=not args.no_plots)
     print()
     print((out / "summary.md").read_text())

@@ -91,7 +91,8 @@ def _cmd_warmup(args: argparse.Namespace) -> int:
     if not heads:
         print("warmup: give --heads H/HV or --config config.json", file=sys.stderr)
         return 2
-    return warmup(sorted(set(heads)), pool_dtypes=args.pool_dtype, compile_only=args.compile_only)
+    return warmup(sorted(set(heads)), pool_dtypes=args.pool_dtype, compile_only=args.compile_only,
+                  engine=args.engine, processes=args.processes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p_warm.add_argument("--tp", type=int, action="append", default=None, help="tensor-parallel sizes (default 1)")
     p_warm.add_argument("--pool-dtype", choices=("fp32", "bf16"), action="append", default=None)
     p_warm.add_argument("--compile-only", action="store_true", help="compile without a GPU (CI)")
+    p_warm.add_argument("--engine", choices=("all", "vllm", "sglang"), default="all",
+                        help="only the variants this engine's adapter hits (default: all)")
+    p_warm.add_argument("--processes", type=int, default=None, help="build processes (default: one per CPU)")
     args = parser.parse_args(argv)
     if args.cmd == "info":
         info = collect_info()

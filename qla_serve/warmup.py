@@ -24,11 +24,24 @@ def variants_for(config: dict, tp_sizes: list[int] | None = None) -> list[tuple[
 
 POOL_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16"}
 
+# The variant axes each engine adapter can hit (``hopper.variants_for_heads`` keywords). vLLM's
+# adapter hands contiguous q/k/v from vLLM's ``fused_post_conv_prep`` (already l2-normalised) and a
+# ``has_initial_state`` vector; SGLang's hands views of its packed qkv buffer, asks for in-kernel
+# l2norm and passes no ``has_initial_state``. ``all`` is the union (twice the variants and more).
+ENGINE_AXES = {
+    "vllm": dict(use_qk_l2norm=(False,), has_initial_state=(True,), packed_qkv=(False,)),
+    "sglang": dict(use_qk_l2norm=(True,), has_initial_state=(False,), packed_qkv=(True,)),
+    "all": {},
+}
 
-def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, compile_only: bool = False) -> int:
+
+def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, compile_only: bool = False,
+           engine: str = "all", processes: int | None = None) -> int:
     """Compile (or load from TileLang's disk cache) every Hopper variant for these per-rank heads.
 
-    ``compile_only`` builds for sm_90a without a GPU (nvcc only), as CI does.
+    ``compile_only`` builds for sm_90a without a GPU (nvcc only), as CI does. ``engine`` narrows
+    the list to what one adapter hits (:data:`ENGINE_AXES`). All heads' variants are built in one
+    process pool of ``processes`` workers (default: one per CPU; each nvcc build is one core).
     """
     import os
 
@@ -42,10 +55,9 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
 
     pools = [POOL_DTYPE_NAMES[p] for p in (pool_dtypes or ["fp32", "bf16"])]
     t0 = time.perf_counter()
-    for h, hv in heads:
-        t = time.perf_counter()
-        variants = hopper.variants_for_heads(h, hv, pool_dtypes=pools)
-        hopper.warmup(variants, processes=os.cpu_count())  # nvcc builds are single-threaded
-        print(f"heads {h}/{hv}: {len(variants)} variants ready in {time.perf_counter() - t:.1f} s")
+    variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **ENGINE_AXES[engine])]
+    # One pool for every head count: the builds of all of them run side by side.
+    hopper.warmup(variants, processes=processes or os.cpu_count())
+    print(f"heads {', '.join(f'{h}/{hv}' for h, hv in heads)} ({engine}): {len(variants)} variants ready")
     print(f"warm-up done in {time.perf_counter() - t0:.1f} s ({hopper.compile_count} kernels built or loaded)")
     return 0
