@@ -157,14 +157,20 @@ def variants_for_heads(
             for hi in has_initial_state for bv in block_v for pk in packed_qkv]
 
 
+def _cp_kernels(var: Variant) -> None:
+    from . import cp
+    cp.warmup_cp([var], log=None)
+
+
 def _build_in_worker(var: Variant) -> None:
-    """Process-pool entry: compile one variant into TileLang's disk cache."""
+    """Process-pool entry: compile one variant (the prefill and its CP kernels) into TileLang's disk cache."""
     kkt_kernel_for(var)
     fwd_kernel(var)
+    _cp_kernels(var)
 
 
 def warmup(variants: Iterable[Variant], log=print, processes: int | None = None) -> dict[str, float]:
-    """Compile every variant (both kernels) now; returns seconds per kernel key. A compile that TileLang
+    """Compile every variant (kkt_solve, the fused walk and its CP kernels) now; returns seconds per kernel key. A compile that TileLang
     finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load.
 
     ``processes`` > 1 first builds the variants in that many worker processes (each compile runs nvcc
@@ -182,7 +188,8 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
                 f"{time.perf_counter() - t0:.1f} s")
     times: dict[str, float] = {}
     for var in variants:
-        for what, fn in (("kkt", lambda: kkt_kernel_for(var)), ("fwd", lambda: fwd_kernel(var))):
+        for what, fn in (("kkt", lambda: kkt_kernel_for(var)), ("fwd", lambda: fwd_kernel(var)),
+                         ("cp", lambda: _cp_kernels(var))):
             t0 = time.perf_counter()
             fn()
             dt = time.perf_counter() - t0
@@ -276,6 +283,22 @@ def _tstride(x: torch.Tensor, compact: int) -> int:
     return int(x.stride(0)) if x.shape[0] > 1 else compact
 
 
+def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool,
+                has_initial_state: bool, block_v: int, scale: float) -> Variant:
+    """The compile-time variant a call with these tensors runs (shapes, dtypes and token strides
+    only: works on meta tensors, so warm-up lists can be derived without a GPU)."""
+    T_, H, Kd = q.shape
+    HV, Vd = v.shape[1], v.shape[2]
+    strides = (_tstride(q, H * Kd), _tstride(k, H * Kd), _tstride(v, HV * Vd), _tstride(out, HV * Vd),
+               _tstride(g, HV), _tstride(beta, HV))
+    contiguous = (H * Kd, H * Kd, HV * Vd, HV * Vd, HV, HV)
+    w = 2 * H * Kd + HV * Vd
+    packed = (w, w, w, HV * Vd, HV, HV)
+    return Variant(H, HV, Kd, Vd, IN_DTYPES[q.dtype], POOL_DTYPES[state_pool.dtype], state_layout,
+                   bool(use_qk_l2norm), bool(has_initial_state), int(block_v), float(scale), strides == packed,
+                   None if strides in (contiguous, packed) else strides)
+
+
 def gdn_prefill_hopper(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
     state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
@@ -292,21 +315,14 @@ def gdn_prefill_hopper(
     if N == 0:
         return
     choice = plan_hopper(plan, HV, Vd)
-    dtype = IN_DTYPES[q.dtype]
     out_user = None
     if T_ == 1:
         # A 1-token batch: its token strides are arbitrary; use compact copies (no sync).
         q, k, v, g, beta = (torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in (q, k, v, g, beta))
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    strides = (_tstride(q, H * Kd), _tstride(k, H * Kd), _tstride(v, HV * Vd), _tstride(out, HV * Vd),
-               _tstride(g, HV), _tstride(beta, HV))
-    contiguous = (H * Kd, H * Kd, HV * Vd, HV * Vd, HV, HV)
-    w = 2 * H * Kd + HV * Vd
-    packed = (w, w, w, HV * Vd, HV, HV)
-    var = Variant(H, HV, Kd, Vd, dtype, POOL_DTYPES[state_pool.dtype], state_layout, bool(use_qk_l2norm),
-                  has_initial_state is not None, choice["block_v"], float(scale), strides == packed,
-                  None if strides in (contiguous, packed) else strides)
+    var = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
+                      has_initial_state is not None, choice["block_v"], scale)
     kkt = kkt_kernel_for(var)
     fwd = fwd_kernel(var)
 

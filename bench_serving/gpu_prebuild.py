@@ -1,0 +1,80 @@
+"""Build the TileLang kernels that tests/test_hopper_gpu.py and bench_serving/kernels.py will use
+into TileLang's disk cache, in parallel worker processes (one nvcc per core), so that the tests and
+the bench load instead of compiling one kernel at a time (~10 s each; ~150 kernels in all).
+
+    python bench_serving/gpu_prebuild.py [--processes 16] [--heads 16/32,2/8] [--no-tests]
+
+Run it first on the lent GPU machine (16 cores: ~2 min), or on any machine with nvcc into a
+``TILELANG_CACHE_DIR`` that then travels. Variants are derived from the tests' and the bench's
+tensor shapes and strides on the meta device (``hopper.variant_for``), both V-block widths, so
+whatever the plan picks is there; each variant brings its CP kernels.
+"""
+import argparse
+import multiprocessing as mp
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import torch
+
+os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")
+from qla_serve.kernels import hopper  # noqa: E402
+
+K = V = 128
+BENCH_HEADS = "16/32,2/8,16/64,8/32,4/16,16/48"
+# (H, HV, pool dtype, layout, l2norm in kernel, has_initial_state given, packed qkv, extra width)
+TEST_CONFIGS = [
+    (1, 1, torch.float32, "vk", False, True, True, 7),
+    (2, 4, torch.bfloat16, "kv", False, True, False, 0),
+    (2, 8, torch.float32, "kv", True, True, True, 0),
+    (1, 8, torch.bfloat16, "vk", False, False, False, 0),
+    (1, 2, torch.float32, "vk", False, True, True, 0),
+    (1, 2, torch.float32, "vk", False, True, False, 0),
+    (2, 4, torch.float32, "vk", False, True, False, 0),
+    (2, 8, torch.bfloat16, "kv", False, True, False, 0),
+    (1, 4, torch.float32, "kv", True, True, False, 0),
+    (2, 4, torch.bfloat16, "vk", False, False, False, 0),
+]
+
+
+def variant(H, HV, pool_dtype, layout, l2, hinit, packed, extra, block_v):
+    T = 64
+    meta = dict(device="meta", dtype=torch.bfloat16)
+    if packed:
+        mixed = torch.empty(T, 2 * H * K + HV * V + extra, **meta)
+        q = mixed[:, :H * K].view(T, H, K)
+        k = mixed[:, H * K:2 * H * K].view(T, H, K)
+        v = mixed[:, 2 * H * K:2 * H * K + HV * V].view(T, HV, V)
+    else:
+        q, k, v = torch.empty(T, H, K, **meta), torch.empty(T, H, K, **meta), torch.empty(T, HV, V, **meta)
+    g = torch.empty(T, HV, device="meta")
+    pool = torch.empty(2, HV, V, K, device="meta", dtype=pool_dtype)
+    return hopper.variant_for(q, k, v, g, g, torch.empty(T, HV, V, **meta), pool, layout, l2, hinit, block_v,
+                              K ** -0.5)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--processes", type=int, default=os.cpu_count())
+    ap.add_argument("--heads", default=BENCH_HEADS, help="bench head configs H/HV (comma-separated)")
+    ap.add_argument("--no-tests", action="store_true")
+    args = ap.parse_args()
+    vs = []
+    for hv in args.heads.split(","):
+        H, HV = (int(x) for x in hv.split("/"))
+        vs += [variant(H, HV, torch.float32, "vk", False, True, False, 0, bv) for bv in hopper.BLOCK_V_CHOICES]
+    if not args.no_tests:
+        vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in hopper.BLOCK_V_CHOICES]
+        vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
+                                        has_initial_state=(True,))
+    vs = list(dict.fromkeys(vs))
+    print(f"{len(vs)} variants → {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
+    t0 = time.time()
+    with ProcessPoolExecutor(max_workers=args.processes, mp_context=mp.get_context("spawn")) as ex:
+        list(ex.map(hopper._build_in_worker, vs))      # disk cache only: nothing loaded here
+    print(f"built in {time.time() - t0:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
