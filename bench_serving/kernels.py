@@ -453,7 +453,7 @@ def main() -> None:
             print(f"[bench] {b} not usable: {exc!r}"[:200])
     result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
-              "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_HOPPER_PIPELINE", "TILELANG_DEFAULT_TARGET")}}
+              "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "TILELANG_DEFAULT_TARGET")}}
     if "flashqla" in usable and not args.no_prewarm:
         result["flashqla_prewarm_s"] = prewarm(heads, list(mixes))
         print(f"[bench] FlashQLA prewarm {result['flashqla_prewarm_s']:.1f}s", flush=True)

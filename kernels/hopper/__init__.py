@@ -1,8 +1,11 @@
 """Hopper (sm_90) TileLang GDN prefill: two fused kernels on the engine's state pool.
 
-    kkt_solve.py   per (chunk, value head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
-    fused_fwd.py   per (V block, value head, sequence): state walk + output, state read from and
-                   written to ``state_pool[state_indices[n]]`` in place
+    kkt_solve.py   per (chunk, key head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
+                   for the key head's value heads
+    fused_fwd.py   per (V block, value head, sequence): warp-specialised state walk + output, state
+                   read from and written to ``state_pool[state_indices[n]]`` in place
+    cp.py, cp_combine.py   exact intra-card context parallelism for long sequences with few heads
+                   (fused_fwd phases 1 and 3 around a combine kernel)
 
 Entry points used by :mod:`qla_serve.dispatch`: :func:`why_not` and :func:`gdn_prefill_hopper`.
 Warm-up (``qla-serve warmup``): :func:`variants_for_heads` lists the compile-time variants a model
@@ -11,8 +14,8 @@ needs and :func:`warmup` compiles them (into this process's cache and TileLang's
 Compile-time choices (a *variant*): H, HV, K, V, input dtype, pool dtype, state layout,
 in-kernel q/k l2norm, whether ``has_initial_state`` is given, the V-block width, the scale.
 Sequence lengths, the number of sequences, strides and the pool's row count are dynamic.
-Per-batch choices (the V-block width) come from the host plan (:func:`plan_hopper`): a call with a
-plan reads nothing back from the device.
+Per-batch choices (the V-block width, CP partitions) come from the host plan (:func:`plan_hopper`,
+:func:`cp.plan_cp`): a call with a plan reads nothing back from the device.
 """
 from __future__ import annotations
 
