@@ -6,8 +6,8 @@ the bench load instead of compiling one kernel at a time (~10 s each; ~150 kerne
 
 Run it first on the lent GPU machine (16 cores: ~2 min), or on any machine with nvcc into a
 ``TILELANG_CACHE_DIR`` that then travels. Variants are derived from the tests' and the bench's
-tensor shapes and strides on the meta device (``hopper.variant_for``), both V-block widths, so
-whatever the plan picks is there; each variant brings its CP kernels.
+tensor shapes and strides on the meta device (``hopper.variant_for``), both V-block widths (and 32 for
+A/B runs with QLA_BLOCK_V=32), so whatever the plan picks is there; each variant brings its CP kernels.
 """
 import argparse
 import multiprocessing as mp
@@ -59,13 +59,15 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=os.cpu_count())
     ap.add_argument("--heads", default=BENCH_HEADS, help="bench head configs H/HV (comma-separated)")
     ap.add_argument("--no-tests", action="store_true")
+    ap.add_argument("--block-v", default="32,64,128", help="V-block widths to build for every variant")
     args = ap.parse_args()
+    widths = [int(x) for x in args.block_v.split(",")]
     vs = []
     for hv in args.heads.split(","):
         H, HV = (int(x) for x in hv.split("/"))
-        vs += [variant(H, HV, torch.float32, "vk", False, True, False, 0, bv) for bv in hopper.BLOCK_V_CHOICES]
+        vs += [variant(H, HV, torch.float32, "vk", False, True, False, 0, bv) for bv in widths]
     if not args.no_tests:
-        vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in hopper.BLOCK_V_CHOICES]
+        vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in widths]
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
                                         has_initial_state=(True,))
     vs = list(dict.fromkeys(vs))

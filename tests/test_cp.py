@@ -434,3 +434,17 @@ def test_cp_path_compiles_for_sm90a(monkeypatch):
     partials, from_starts = cp.phase_kernels(var)
     assert "wgmma" in from_starts.get_kernel_source()
     cp.warmup_cp([var], log=None)
+
+
+def test_block_v_override(monkeypatch):
+    """QLA_BLOCK_V forces the fused kernel's V-block width in the host plan; bad values name the variable."""
+    from qla_serve.kernels import hopper
+
+    monkeypatch.setenv(hopper.BLOCK_V_ENV, "32")
+    plan = plan_prefill(torch.tensor([0, 8192], dtype=torch.int32), device="meta")
+    assert hopper.plan_hopper(plan, 8, 128)["block_v"] == 32
+    monkeypatch.setenv(hopper.BLOCK_V_ENV, "48")
+    with pytest.raises(ValueError, match="QLA_BLOCK_V"):
+        hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)
+    monkeypatch.delenv(hopper.BLOCK_V_ENV)
+    assert hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)["block_v"] == 64

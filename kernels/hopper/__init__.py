@@ -34,7 +34,9 @@ SUPPORTED_DV = (128,)
 IN_DTYPES = {torch.bfloat16: "bfloat16"}
 POOL_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 MAX_SEQS = 65535           # the fused kernel puts sequences on grid z
-BLOCK_V_CHOICES = (128, 64)
+BLOCK_V_CHOICES = (128, 64)  # what the plan picks and warm-up builds
+KERNEL_BLOCK_V = (32, 64, 128)  # what fused_fwd compiles (32: not yet run on a GPU)
+BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 
 _lock = threading.Lock()
 _kernels: dict[tuple, Any] = {}
@@ -225,16 +227,22 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
     """Host-only variant choice for a batch, stored in ``plan.kernel_data`` (keyed by HV and V).
 
     V-block width: 128 when sequences × heads fill the chip, else 64 (twice the CTAs on the
-    serial chain). Reads only host fields of the plan.
+    serial chain). ``QLA_BLOCK_V`` forces a width (A/B runs). Reads only host fields of the plan.
     """
     key = ("hopper", num_v_heads, head_v_dim)
     got = plan.kernel_data.get(key)
     if got is not None:
         return got
-    sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
-    # Count only sequences long enough to matter: a 1-token sequence is no serial chain.
-    ctas = plan.num_seqs * num_v_heads
-    block_v = 128 if ctas >= sms or head_v_dim % 64 else 64
+    forced = os.environ.get(BLOCK_V_ENV)
+    if forced:
+        block_v = int(forced)
+        if block_v not in KERNEL_BLOCK_V or head_v_dim % block_v:
+            raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
+                             f"and divide head_v_dim {head_v_dim}")
+    else:
+        sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
+        ctas = plan.num_seqs * num_v_heads
+        block_v = 128 if ctas >= sms or head_v_dim % 64 else 64
     got = {"block_v": block_v}
     plan.kernel_data[key] = got
     return got

@@ -38,7 +38,8 @@ Phase 0 starts from ``pool[slot]`` (or zero when ``has_initial_state[n]`` is 0: 
 writes the final S back to ``pool[slot]`` in the pool's dtype, any ``stride(0)``, layout "vk"
 (pool [slots, HV, V, K]) or "kv" (pool [slots, HV, K, V]); S is kept in the pool's orientation.
 
-Grid: (V / BV, HV, sequences). T, N and the pool's row count and stride are dynamic; token strides
+Grid: (V / BV, HV, sequences); BV ∈ {32, 64, 128} (at 32 the "vk" state update, M = 32, runs on
+mma.sync instead of wgmma). T, N and the pool's row count and stride are dynamic; token strides
 of q/k/v/out are compile-time (TMA descriptors and 16-byte stores; a stride that is not a multiple
 of 16 bytes falls back to plain loads).
 """
@@ -69,7 +70,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc)."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
-    if K != 128 or V % block_v or block_v not in (64, 128):
+    if K != 128 or V % block_v or block_v not in (32, 64, 128):
         raise ValueError(f"unsupported K={K}, V={V}, block_v={block_v}")
     C = CHUNK
     G = HV // H
