@@ -10,20 +10,27 @@ accumulators):
     S ← e^{γ_C} S + Kᵀ diag(e^{γ_C − γ}) U
 Only differences γ_i − γ_j ≤ 0 are exponentiated. Wₖ, U, S never touch HBM.
 
-Why warp-specialised: the serial chain per chunk is only two dependent GEMMs (Wₖ S, then Kᵀ U), so
-everything else runs beside it. 512 threads in four warpgroups, synchronised by mbarriers:
+Why warp-specialised: the loads, the output's GEMMs and the chunk-only products run beside the
+serial chain (Wₖ S, then Kᵀ U). Measured on the H200 (≈ 3.1 µs a chunk at BV = 64): WG_U's
+chunk-only work for the next chunk takes longer than WG_S's update, so it sits on the chain
+(bench_serving/results/NOTES-hopper.md). 512 threads in four warpgroups, synchronised by mbarriers:
     WG_S  (threads   0–127)  owns S in fp32 registers: publishes S (bf16) to shared, rescales it,
                              accumulates Kᵀ(e^{γ_C−γ} ⊙ U) into it; loads/stores the pool row.
     WG_U  (threads 128–255)  U₀ and Wₖ for the chunk while WG_S finishes the previous one, then
                              U = U₀ − Wₖ S as soon as S is published.
     WG_O  (threads 256–383)  P = scale·(QKᵀ ⊙ D) before S is ready, then O from Q S and P U.
-    WG_IO (threads 384–511)  three loader warps (TMA for whole chunks, masked copies for a
-                             sequence's last partial chunk; double-buffered) and one warp storing O.
+    WG_IO (threads 384–511)  three loader warps (TMA, double-buffered; a sequence's last chunk is
+                             loaded whole too: see "Rows past a sequence's end") and one warp storing O.
+Rows past a sequence's end (its last, partial chunk): q/k/v/Aβ rows there hold the next sequence's
+(finite) data or TMA's zero fill; γ repeats the last valid value, so every exponent stays ≤ 0; Aβ's
+columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes them in; U's rows past
+the end are zeroed by a select before they reach P U or the state; O's are not stored.
 Barrier protocol (every barrier is used once per chunk, so its wait parity is the chunk's parity):
     ready[b] / free[b]   loaders → consumers / consumers → loaders, input buffer b = c mod 2
     s_ready / s_free     WG_S → (WG_U, WG_O) / back: the bf16 S in shared
     u_ready / u_free     WG_U → (WG_S, WG_O) / back: U and e^{γ_C−γ}⊙U in shared
     o_ready / o_free     WG_O → store warp / back: the bf16 O tile in shared
+    qk_ready             WG_O → WG_U (in-kernel l2norm only): q, k normalised in place
 Waiting on parity (c+1) mod 2 of a "free" barrier passes at once for c = 0 (a fresh mbarrier counts
 its phase before the first as complete) and otherwise waits for the previous chunk's release.
 
