@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -454,9 +455,22 @@ def main() -> None:
     result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
               "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "TILELANG_DEFAULT_TARGET")}}
+    qla_build = None
+    if "qla" in usable and not args.no_prewarm:
+        # QLA's kernels (kkt, walk, CP passes, combine) for these heads, built in parallel worker
+        # processes while FlashQLA prewarms: compiled lazily, one at a time, they ate a whole call.
+        widths = os.environ.get("QLA_BLOCK_V") or "64,128"
+        qla_build = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_prebuild.py"),
+             "--no-tests", "--heads", ",".join(f"{H}/{HV}" for H, HV in heads), "--block-v", widths],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     if "flashqla" in usable and not args.no_prewarm:
         result["flashqla_prewarm_s"] = prewarm(heads, list(mixes))
         print(f"[bench] FlashQLA prewarm {result['flashqla_prewarm_s']:.1f}s", flush=True)
+    if qla_build is not None:
+        rc = qla_build.wait()
+        result["qla_prebuild_s"] = time.time() - t_start
+        print(f"[bench] QLA kernels built (rc={rc}) {result['qla_prebuild_s']:.1f}s", flush=True)
     t0 = time.time()
     try:
         result["accuracy"] = accuracy()
