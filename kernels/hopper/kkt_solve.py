@@ -60,6 +60,21 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
     accum = "float32"
     half = "bfloat16"           # split-precision operands of the merge products
 
+    @T.macro
+    def split_gemm(ah, al, bh, bl, acc):
+        # (ah + al)(bh + bl) without the al·bl term: fp32-grade products from bf16 tensor cores
+        T.gemm(ah, bh, acc, clear_accum=True)
+        T.gemm(ah, bl, acc)
+        T.gemm(al, bh, acc)
+
+    @T.macro
+    def split_store(acc, hi, lo):
+        # acc → its bf16 head hi and the bf16 rounding remainder lo
+        for i, j in T.Parallel(Hf, Hf):
+            ph = T.cast(acc[i, j], half)
+            hi[i, j] = ph
+            lo[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
+
     @T.prim_func
     def qla_kkt_solve(
         k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
@@ -191,16 +206,9 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                             a4l[(blk - 2) * B + r, (blk - 2) * B + col] = xl
 
                 # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
-                T.gemm(a1h, b1h, acc, clear_accum=True)
-                T.gemm(a1h, b1l, acc)
-                T.gemm(a1l, b1h, acc)
-                for i, j in T.Parallel(Hf, Hf):
-                    ph = T.cast(acc[i, j], half)
-                    p1h[i, j] = ph
-                    p1l[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
-                T.gemm(a2h, p1h, acc, clear_accum=True)
-                T.gemm(a2h, p1l, acc)
-                T.gemm(a2l, p1h, acc)
+                split_gemm(a1h, a1l, b1h, b1l, acc)
+                split_store(acc, p1h, p1l)
+                split_gemm(a2h, a2l, p1h, p1l, acc)
                 for i, j in T.Parallel(Hf, Hf):
                     if i // B == j // B:
                         xv = -acc[i, j]
@@ -216,16 +224,9 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                             a4l[i, j - B] = xl
 
                 # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
-                T.gemm(a3h, b3h, acc, clear_accum=True)
-                T.gemm(a3h, b3l, acc)
-                T.gemm(a3l, b3h, acc)
-                for i, j in T.Parallel(Hf, Hf):
-                    ph = T.cast(acc[i, j], half)
-                    p2h[i, j] = ph
-                    p2l[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
-                T.gemm(a4h, p2h, acc, clear_accum=True)
-                T.gemm(a4h, p2l, acc)
-                T.gemm(a4l, p2h, acc)
+                split_gemm(a3h, a3l, b3h, b3l, acc)
+                split_store(acc, p2h, p2l)
+                split_gemm(a4h, a4l, p2h, p2l, acc)
                 for i, j in T.Parallel(Hf, Hf):
                     o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], in_dtype)
 
