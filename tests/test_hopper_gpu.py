@@ -136,6 +136,30 @@ def check(case, out, pool_before, tag, o_tol=5e-3, s_tol=5e-3):
     return e_o, e_s
 
 
+def capture_then_replay(case, plan, out, seqlens, seeds, tag, **make_kw):
+    """Capture one call in a CUDA graph, then per seed: copy fresh inputs of the same shapes into the
+    captured tensors, poison out, replay, check against the oracle."""
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.cuda.graph(graph, stream=s):
+        run_qla(case, plan=plan, out=out)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    H, HV = case["q"].shape[1], case["v"].shape[1]
+    for seed in seeds:
+        new = make_case(seqlens, H, HV, seed=seed, **make_kw)
+        for name in ("q", "k", "v", "g", "beta", "idx_dev"):
+            case[name].copy_(new[name])
+        case["pool"].copy_(new["pool"])
+        case["idx"] = new["idx"]
+        out.fill_(float("nan"))
+        pool_before = case["pool"].cpu().clone()
+        graph.replay()
+        torch.cuda.synchronize()
+        check(case, out, pool_before, f"{tag}-{seed}")
+
+
 SHORT = [1, 63, 64, 65, 130, 1, 200, 777, 2, 1024, 3, 64]
 CASES = [
     # tag, seqlens, H, HV, kwargs, block_v
@@ -176,24 +200,7 @@ def test_cuda_graph_replay():
     out = torch.full((678, 4, V), float("nan"), dtype=torch.bfloat16, device=DEV)
     run_qla(case, plan=plan, out=out)           # compile + warm outside the capture
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.cuda.graph(graph, stream=s):
-        run_qla(case, plan=plan, out=out)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    for seed in (11, 12):
-        new = make_case(seqlens, 2, 4, gmax=2.0, seed=seed)
-        for name in ("q", "k", "v", "g", "beta", "idx_dev"):
-            case[name].copy_(new[name])
-        case["pool"].copy_(new["pool"])
-        case["idx"] = new["idx"]
-        out.fill_(float("nan"))
-        pool_before = case["pool"].cpu().clone()
-        graph.replay()
-        torch.cuda.synchronize()
-        check(case, out, pool_before, f"cuda-graph-replay-{seed}")
+    capture_then_replay(case, plan, out, seqlens, (11, 12), "cuda-graph-replay", gmax=2.0)
 
 
 @skip
@@ -356,21 +363,4 @@ def test_cp_cuda_graph_replay(monkeypatch):
     run_qla(case, plan=plan, out=out)
     torch.cuda.synchronize()
     assert cp.plan_cp(plan, 4, V, plan.kernel_data[("hopper", 4, V)]["block_v"]) is not None
-    graph = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.cuda.graph(graph, stream=s):
-        run_qla(case, plan=plan, out=out)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    for seed in (31, 32):
-        new = make_case(seqlens, 2, 4, gmax=2.0, seed=seed, skip_every=0)
-        for name in ("q", "k", "v", "g", "beta", "idx_dev"):
-            case[name].copy_(new[name])
-        case["pool"].copy_(new["pool"])
-        case["idx"] = new["idx"]
-        out.fill_(float("nan"))
-        pool_before = case["pool"].cpu().clone()
-        graph.replay()
-        torch.cuda.synchronize()
-        check(case, out, pool_before, f"cp-cuda-graph-replay-{seed}")
+    capture_then_replay(case, plan, out, seqlens, (31, 32), "cp-cuda-graph-replay", gmax=2.0, skip_every=0)
