@@ -74,7 +74,7 @@ def main() -> None:
     print(f"{len(vs)} variants → {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=args.processes, mp_context=mp.get_context("spawn")) as ex:
-        list(ex.map(hopper._build_in_worker, vs))      # disk cache only: nothing loaded here
+        list(ex.map(hopper.build_variant, vs))      # disk cache only: nothing loaded here
     print(f"built in {time.time() - t0:.1f} s", flush=True)
 
 

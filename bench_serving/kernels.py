@@ -253,18 +253,6 @@ CP_MIXES = ["1x32768", "1x16384", "1x8192", "28672+4096"]
 CP_PARTS = [1, 2, 4, 8, 16, 32]
 
 
-def _cp_build(args) -> None:
-    """Process-pool entry: compile kkt, the fused walk (phases 0, 1, 3) and the combine of one variant."""
-    from qla_serve.kernels import hopper
-    from qla_serve.kernels.hopper import cp
-
-    H, HV, bv = args
-    var = hopper.Variant(H, HV, K, V, block_v=bv)
-    hopper.kkt_kernel_for(var)
-    hopper.fwd_kernel(var)
-    cp.warmup_cp([var], log=None)
-
-
 def cp_sweep(args) -> None:
     """Time the whole QLA prefill per (heads, row, V-block, forced P); fit the CP rule's constants."""
     import qla_serve
@@ -376,8 +364,12 @@ def cp_sweep(args) -> None:
 
 
 def _safe_build(b):
+    """Process-pool entry: compile one (H, HV, V-block) variant — kkt, the walk, its CP kernels."""
+    from qla_serve.kernels import hopper
+
+    H, HV, bv = b
     try:
-        _cp_build(b)
+        hopper.build_variant(hopper.Variant(H, HV, K, V, block_v=bv))
         return None
     except Exception as exc:  # noqa: BLE001
         return repr(exc)[:300]

@@ -167,7 +167,7 @@ def _cp_kernels(var: Variant) -> None:
     cp.warmup_cp([var], log=None)
 
 
-def _build_in_worker(var: Variant) -> None:
+def build_variant(var: Variant) -> None:
     """Process-pool entry: compile one variant (the prefill and its CP kernels) into TileLang's disk cache."""
     kkt_kernel_for(var)
     fwd_kernel(var)
@@ -187,7 +187,7 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
 
         t0 = time.perf_counter()
         with ProcessPoolExecutor(max_workers=processes, mp_context=mp.get_context("spawn")) as ex:
-            list(ex.map(_build_in_worker, variants))
+            list(ex.map(build_variant, variants))
         if log is not None:
             log(f"qla-serve warmup: {len(variants)} variants built in {processes} processes in "
                 f"{time.perf_counter() - t0:.1f} s")
