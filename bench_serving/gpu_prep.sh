@@ -17,7 +17,8 @@
 #    The random-weight model is built in the background meanwhile.
 #
 # Idempotent: a model folder with its marker is reused; a cached kernel is a 0.4 s load.
-# Env: PREP_MODELS (default "check full tp8rank"), PREP_TP (default "1 2"), QLA_WARMUP=0 skips 3.
+# Env: PREP_MODELS (default "check full tp8rank"), PREP_TP (default "1 2"), QLA_WARMUP=0 skips 3,
+# PREP_PROCESSES (default: one per core).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -53,9 +54,10 @@ heads = sorted({(16 // tp, 32 // tp) for tp in map(int, os.environ["PREP_TP"].sp
 variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **ENGINE_AXES["vllm"])]
 variants += hopper.variants_for_heads(2, 8, pool_dtypes=pools, **ENGINE_AXES["sglang"])
 t0 = time.perf_counter()
-hopper.warmup(variants, processes=os.cpu_count())
+procs = int(os.environ.get("PREP_PROCESSES") or os.cpu_count())
+hopper.warmup(variants, processes=procs)
 print(f"prep warm-up: {len(variants)} variants (vLLM heads {heads}; SGLang 2/8) ready in "
-      f"{time.perf_counter() - t0:.1f} s with {os.cpu_count()} processes; {hopper.compile_count} kernels built or loaded")
+      f"{time.perf_counter() - t0:.1f} s with {procs} processes; {hopper.compile_count} kernels built or loaded")
 PY
   echo "warm-up: $((SECONDS - t)) s"
 fi

@@ -1,9 +1,11 @@
 """GPU check of the vLLM plugin: vLLM's own GDN prefill vs ``--attention-backend qla``, same prompts.
 
-Run by ``bench_serving/gpu_vllm_check.sh`` on the H200 (vLLM 0.26.0 from ``.gpu-vllm``). Both
-servers share the GPU (``--gpu-memory-utilization`` split), greedy requests go to both, and the
-report compares generated tokens, their logprobs, and the prompt logprobs (teacher-forced, so one
-early flip does not hide the rest). Writes ``<out>/gpu_vllm_check.json`` and server logs.
+Run by ``bench_serving/gpu_vllm_check.sh`` on the H200 (vLLM 0.26.0 from ``.gpu-vllm``). The qla
+server and one reference server per ``--ref`` backend (one after another) share the GPU
+(``--gpu-memory-utilization`` split) or, with ``--parallel``, sit on separate GPUs; the same greedy
+requests go to each, and the report compares generated tokens, their logprobs, and the prompt
+logprobs (teacher-forced, so one early flip does not hide the rest) per reference backend. Writes
+``<out>/gpu_vllm_check.json`` and server logs.
 """
 from __future__ import annotations
 
@@ -32,8 +34,12 @@ def prompts(lengths, seed, vocab):
 
 
 def gpu_count() -> int:
+    """GPUs this process may use: CUDA_VISIBLE_DEVICES when set (another job may hold the rest)."""
     import subprocess
 
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -62,7 +68,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--ref", default="triton", help="--gdn-prefill-backend of the reference server")
+    ap.add_argument("--ref", default="triton",
+                    help="--gdn-prefill-backend of the reference server(s), comma-separated (e.g. triton,flashinfer)")
     ap.add_argument("--qla-args", default="--attention-backend qla")
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--eager", action=argparse.BooleanOptionalAction, default=True)
@@ -90,71 +97,91 @@ def main(argv=None) -> int:
     if args.eager:
         common.append("--enforce-eager")
     env = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    refs = [r for r in args.ref.split(",") if r]
     parallel = args.parallel == "on" or (args.parallel == "auto" and gpu_count() >= 2 * args.tp)
     env_ref, env_qla = dict(env), dict(env)
-    if parallel:  # separate GPUs: the two engines cannot misjudge each other's memory
-        env_ref["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.tp))
-        env_qla["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.tp, 2 * args.tp))
+    if parallel:  # separate GPUs: the engines cannot misjudge each other's memory
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        devices = [d for d in visible.split(",") if d.strip()] if visible else [str(i) for i in range(2 * args.tp)]
+        env_ref["CUDA_VISIBLE_DEVICES"] = ",".join(devices[:args.tp])
+        env_qla["CUDA_VISIBLE_DEVICES"] = ",".join(devices[args.tp:2 * args.tp])
     trace = args.out / "qla-trace.jsonl"
     trace.unlink(missing_ok=True)
-    ref = VLLMServer(args.model, common + ["--gdn-prefill-backend", args.ref], env=env_ref,
-                     log_path=args.out / f"server-{args.ref}.log", startup_timeout=args.startup_timeout)
     qla = VLLMServer(args.model, common + args.qla_args.split(), env={**env_qla, "QLA_VLLM_TRACE": str(trace)},
                      log_path=args.out / "server-qla.log", startup_timeout=args.startup_timeout)
-    report: dict = {"model": str(args.model), "common_args": common, "ref": args.ref, "qla_args": args.qla_args,
+    report: dict = {"model": str(args.model), "common_args": common, "refs": refs, "qla_args": args.qla_args,
                     "tp": args.tp, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "QLA_BACKEND": os.environ.get("QLA_BACKEND", "auto"), "parallel_start": parallel}
-    t0 = time.time()
+                    "QLA_BACKEND": os.environ.get("QLA_BACKEND", "auto"), "parallel_start": parallel,
+                    "startup_s": {}, "by_ref": {}}
+    lengths = [int(x) for x in args.lengths.split(",")]
+    seq_prompts = prompts(lengths, 1, args.vocab)
+    conc_prompts = prompts([int(x) for x in args.concurrent_lengths.split(",")], 2, args.vocab)
+    kw = dict(logprobs=5, prompt_logprobs=1)
+
+    def collect(server) -> tuple[list, list]:
+        """Greedy completions: the sequential prompts one by one, then the mixed batch at once."""
+        seq = [server.complete(ids, args.max_tokens, **kw) for ids in seq_prompts]
+        with ThreadPoolExecutor(len(conc_prompts)) as ex:
+            conc = list(ex.map(lambda ids: server.complete(ids, args.max_tokens, **kw), conc_prompts))
+        return seq, conc
+
+    def write_report() -> None:
+        """The JSON so far (after every reference: a deadline that stops a later one keeps the earlier)."""
+        recs = [json.loads(x) for x in trace.read_text().splitlines()] if trace.exists() else []
+        log = (args.out / "server-qla.log").read_text(errors="replace") if (args.out / "server-qla.log").exists() else ""
+        report["qla_trace"] = {"calls": len(recs), "tokens": sum(r["tokens"] for r in recs),
+                               "pids": sorted({r["pid"] for r in recs})}
+        report["qla_log_lines"] = sorted({re.sub(r"^.*?\] ", "", l) for l in log.splitlines() if "qla-serve" in l})[:20]
+        report["summary"] = {name: r["summary"] for name, r in report["by_ref"].items()}
+        report["summary"]["qla_ran"] = report["qla_trace"]["calls"] > 0
+        (args.out / "gpu_vllm_check.json").write_text(json.dumps(report, indent=1))
+
+    # qla's outputs are collected once and compared with each reference backend in turn; with
+    # --parallel the first reference starts beside qla on its own GPUs, later ones replace it there.
+    qla_out = None
     try:
-        if parallel:
-            ref.launch()
-            qla.launch()
-            ref.wait_healthy()
-            qla.wait_healthy()
-        else:
-            # One at a time: two engines initialising at once on one GPU can misjudge free memory.
-            ref.start()
-            print(f"reference server healthy after {time.time() - t0:.0f} s", flush=True)
-            qla.start()
-        report["startup_s"] = time.time() - t0
-        print(f"both servers healthy after {report['startup_s']:.0f} s", flush=True)
-
-        def both(ids):
-            kw = dict(logprobs=5, prompt_logprobs=1)
-            return ref.complete(ids, args.max_tokens, **kw), qla.complete(ids, args.max_tokens, **kw)
-
-        lengths = [int(x) for x in args.lengths.split(",")]
-        seq = [compare(*both(ids), ids) for ids in prompts(lengths, 1, args.vocab)]
-        conc_prompts = prompts([int(x) for x in args.concurrent_lengths.split(",")], 2, args.vocab)
-        with ThreadPoolExecutor(len(conc_prompts)) as ex:
-            ra = list(ex.map(lambda ids: ref.complete(ids, args.max_tokens, logprobs=5, prompt_logprobs=1), conc_prompts))
-        with ThreadPoolExecutor(len(conc_prompts)) as ex:
-            rb = list(ex.map(lambda ids: qla.complete(ids, args.max_tokens, logprobs=5, prompt_logprobs=1), conc_prompts))
-        conc = [compare(a, b, ids) for a, b, ids in zip(ra, rb, conc_prompts)]
-        report["sequential"] = seq
-        report["concurrent"] = conc
+        for name in refs:
+            ref = VLLMServer(args.model, common + ["--gdn-prefill-backend", name], env=env_ref,
+                             log_path=args.out / f"server-{name}.log", startup_timeout=args.startup_timeout)
+            t0 = time.time()
+            try:
+                if qla_out is None and parallel:
+                    ref.launch()
+                    qla.launch()
+                    ref.wait_healthy()
+                    qla.wait_healthy()
+                elif qla_out is None:
+                    # One at a time: two engines initialising at once on one GPU can misjudge free memory.
+                    ref.start()
+                    qla.start()
+                else:
+                    ref.start()
+                report["startup_s"][name] = time.time() - t0
+                print(f"[{name}] servers healthy after {report['startup_s'][name]:.0f} s", flush=True)
+                if qla_out is None:
+                    qla_out = collect(qla)
+                ref_out = collect(ref)
+            finally:
+                ref.stop()
+            seq = [compare(a, b, ids) for a, b, ids in zip(ref_out[0], qla_out[0], seq_prompts)]
+            conc = [compare(a, b, ids) for a, b, ids in zip(ref_out[1], qla_out[1], conc_prompts)]
+            rows = seq + conc
+            report["by_ref"][name] = {"sequential": seq, "concurrent": conc, "summary": {
+                "prompts": len(rows),
+                "tokens_equal": sum(r["tokens_equal"] for r in rows),
+                "max_prompt_logprob_diff": max(r["prompt_logprob_maxdiff"] for r in rows),
+                "max_gen_logprob_diff_before_divergence": max(r["gen_logprob_maxdiff"] for r in rows)}}
+            print(f"[{name}] vs qla:", json.dumps(report["by_ref"][name]["summary"]), flush=True)
+            write_report()
     finally:
-        ref.stop()
         qla.stop()
-    recs = [json.loads(x) for x in trace.read_text().splitlines()] if trace.exists() else []
-    log = (args.out / "server-qla.log").read_text(errors="replace") if (args.out / "server-qla.log").exists() else ""
-    report["qla_trace"] = {"calls": len(recs), "tokens": sum(r["tokens"] for r in recs),
-                           "pids": sorted({r["pid"] for r in recs})}
-    report["qla_log_lines"] = sorted({re.sub(r"^.*?\] ", "", l) for l in log.splitlines() if "qla-serve" in l})[:20]
-    rows = report["sequential"] + report["concurrent"]
-    report["summary"] = {
-        "prompts": len(rows),
-        "tokens_equal": sum(r["tokens_equal"] for r in rows),
-        "max_prompt_logprob_diff": max(r["prompt_logprob_maxdiff"] for r in rows),
-        "max_gen_logprob_diff_before_divergence": max(r["gen_logprob_maxdiff"] for r in rows),
-        "qla_ran": report["qla_trace"]["calls"] > 0,
-    }
-    (args.out / "gpu_vllm_check.json").write_text(json.dumps(report, indent=1))
+    write_report()
     print(json.dumps(report["summary"], indent=1))
     print("qla-serve log lines:", *report["qla_log_lines"], sep="\n  ")
-    for r in rows:
-        print(f"  len {r['prompt_len']:>5}: tokens {'==' if r['tokens_equal'] else '!='} "
-              f"(first diff {r['first_diff']}), prompt-lp maxdiff {r['prompt_logprob_maxdiff']:.4f}")
+    for name, r in report["by_ref"].items():
+        for row in r["sequential"] + r["concurrent"]:
+            print(f"  {name} len {row['prompt_len']:>5}: tokens {'==' if row['tokens_equal'] else '!='} "
+                  f"(first diff {row['first_diff']}), prompt-lp maxdiff {row['prompt_logprob_maxdiff']:.4f}")
     return 0 if report["summary"]["qla_ran"] else 1
 
 

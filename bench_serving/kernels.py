@@ -418,7 +418,12 @@ def main() -> None:
     ap.add_argument("--cp-sweep", action="store_true", help="issue 4: time QLA per forced CP partition count, fit the rule")
     ap.add_argument("--cp-parts", default=",".join(str(p) for p in CP_PARTS))
     ap.add_argument("--cp-block-v", default=None, help="e.g. 64,128 (default: the plan's choice)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="KERNELS_JSON",
+                    help="combine the rows of several runs' kernels.json (e.g. one per GPU) into --out")
     args = ap.parse_args()
+    if args.merge:
+        merge(args.merge, args.out)
+        return
     if args.cp_sweep:
         os.makedirs(args.out, exist_ok=True)
         cp_sweep(args)
@@ -521,6 +526,37 @@ def main() -> None:
     print(open(os.path.join(args.out, "kernels.md")).read())
 
 
+def merge(paths, out):
+    """One table from runs split across GPUs of one host (same image, same inputs per row)."""
+    runs = [json.load(open(p)) for p in paths]
+    result = dict(runs[0])
+    result["command"] = " ; ".join(r["command"] for r in runs)
+    result["rows"] = [row for r in runs for row in r["rows"]]
+    result["parts"] = [{k: r.get(k) for k in ("gpu", "command", "wall_s", "flashqla_prewarm_s", "qla_prebuild_s")}
+                       for r in runs]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "kernels.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    write_markdown(result, os.path.join(out, "kernels.md"))
+    try:
+        plot(result, os.path.join(out, "kernels.png"))
+    except Exception as exc:  # noqa: BLE001
+        print("[bench] plot failed:", exc)
+    print(open(os.path.join(out, "kernels.md")).read())
+
+
+def targets(rows) -> list[str]:
+    """Issue 3's targets, counted over the rows that ran: (a) kernel ≤ 0.8× FlashQLA where N·HV ≥ 64,
+    (b) serving path ≥ 3× faster than FlashQLA's."""
+    a = [r for r in rows if len(r["seqlens"]) * int(r["heads"].split("/")[1]) >= 64
+         and r.get("qla_over_flashqla") is not None]
+    b = [r for r in rows if r.get("flashqla_serving_over_qla_serving") is not None]
+    return [f"- (a) QLA ≤ 0.8× FlashQLA (kernel) on rows with N·HV ≥ 64: "
+            f"{sum(r['qla_over_flashqla'] <= 0.8 for r in a)} of {len(a)}",
+            f"- (b) QLA serving ≥ 3× faster than FlashQLA serving: "
+            f"{sum(r['flashqla_serving_over_qla_serving'] >= 3.0 for r in b)} of {len(b)}"]
+
+
 def _f(x):
     return "—" if x is None else f"{x:.3f}"
 
@@ -529,15 +565,18 @@ def write_markdown(result, path):
     lines = [f"GPU: {result['gpu']}  ", f"versions: {json.dumps(result['versions'])}  ",
              f"command: `{result['command']}`  ", "ms, do_bench median. kernel = cached metadata; serving = fresh "
              "cu_seqlens + states in a pool (others gather/scatter).", "",
-             "| heads | seqlens | QLA | FLA | FlashQLA | FlashInfer | QLA/FlashQLA | QLA serving | FLA serving | "
-             "FlashQLA serving | FlashInfer serving | FlashQLA serving / QLA serving |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| heads | seqlens | QLA | FLA | FlashQLA | FlashInfer | QLA/FlashQLA | QLA/FlashInfer | QLA serving | "
+             "FLA serving | FlashQLA serving | FlashInfer serving | FlashQLA serving / QLA serving |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
+        q, fi = r.get("qla_ms"), r.get("flashinfer_ms")
         lines.append("| " + " | ".join([r["heads"], r["mix"], _f(r["qla_ms"]), _f(r["fla_ms"]), _f(r["flashqla_ms"]),
-                                         _f(r["flashinfer_ms"]), _f(r["qla_over_flashqla"]), _f(r["qla_serving_ms"]),
+                                         _f(r["flashinfer_ms"]), _f(r["qla_over_flashqla"]),
+                                         _f(q / fi if q and fi else None), _f(r["qla_serving_ms"]),
                                          _f(r["fla_serving_ms"]), _f(r["flashqla_serving_ms"]),
                                          _f(r["flashinfer_serving_ms"]),
                                          _f(r["flashqla_serving_over_qla_serving"])]) + " |")
+    lines += ["", "Targets (issue 3), over the rows above:", ""] + targets(result["rows"])
     acc = result.get("accuracy", {})
     lines += ["", "Accuracy vs fp64 token recurrence (H/HV 2/8, seqlens 512+300+77, gates U(−2, 0)):", ""]
     for n, a in acc.items():

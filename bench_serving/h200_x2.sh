@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issues 3–7 on one lent nvidia-h200-x2 (two H200s): each stage is one `run` call and keeps both
+# GPUs busy with independent jobs (GPU_RUNBOOK.md, "Plan C"). After the six .gpu-vllm uploads:
+#
+#   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh prep     # carry part05 + .gpu-sglang
+#   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh tp1      # vLLM TP-1 check ∥ kernel table, part A
+#   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh tp2      # vLLM TP-2 check (both GPUs)
+#   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh serve    # serving matrix ∥ kernel table, part B + CP sweep
+#
+#   prep   GPU build of every TileLang variant the later stages hit (engine adapters, the GPU tests,
+#          the kernel bench; two pools side by side), the check's random-weight model; then
+#          GPU 0: SGLang adapter test (issue 6) ∥ GPU 1: tests/test_hopper_gpu.py (issue 3).
+#   tp1    GPU 0: gpu_vllm_check.sh, qla vs --gdn-prefill-backend triton and flashinfer (issue 5)
+#          ∥ GPU 1: kernels.py, heads 16/32, 8/32, 16/64 (issue 3's table, part A).
+#   tp2    gpu_vllm_check.sh --tp 2 vs triton (issue 5).
+#   serve  GPU 0: run_h200.sh full shape, h200-quick (issue 7) ∥ GPU 1: kernels.py, heads 2/8,
+#          4/16, 16/48 (part B), then the CP sweep (issue 4) with what time is left.
+#
+# Every job gets a deadline below the device tool's 600 s; at the end the stage's folder is packed
+# into $OUT/<stage>.tar.gz (the tool returns at most 8 files) beside a short $OUT/<stage>.txt.
+# `python3 bench_serving/kernels.py --merge A/kernels.json B/kernels.json --out DIR` joins the two
+# table parts afterwards. Env: STAGE_S (default 540) = the stage's deadline in seconds.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+stage="${1:?usage: h200_x2.sh prep|tp1|tp2|serve}"
+OUT="${OUT:-$ROOT/.work/x2}"
+S="$OUT/$stage"
+mkdir -p "$S"
+PY="${PYTHON:-python3}"
+T_END=$((SECONDS + ${STAGE_S:-540}))
+left() { echo $((T_END - SECONDS)); }
+# One kernel-cache key everywhere: builds, tests, bench and the vLLM servers (TileLang keys its
+# disk cache on the target string; "auto" and the named H100 target are different keys).
+export TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100 FLA_FLASH_QLA=0 QLA_WARMUP=0
+
+pack() {
+  { echo "# $stage $(date -u +%FT%TZ), $((SECONDS)) s"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    tail -n 25 "$S"/*.log 2>/dev/null; } > "$OUT/$stage.txt" 2>&1
+  tar -C "$OUT" -czf "$OUT/$stage.tar.gz" "$stage" && rm -rf "$S"
+}
+trap pack EXIT
+
+case "$stage" in
+prep)
+  "$PY" -m pip install -q --no-deps --no-build-isolation -e . > "$S/pip.log" 2>&1 || tail -3 "$S/pip.log"
+  # Engine variants + the check's model (gpu_prep.sh) beside the tests' and the bench's variants.
+  ( QLA_WARMUP=1 PREP_PROCESSES=16 OUT="$S/gpu-prep" timeout $(( $(left) - 200 )) bash bench_serving/gpu_prep.sh ) > "$S/prep.log" 2>&1 &
+  p1=$!
+  timeout $(( $(left) - 200 )) "$PY" bench_serving/gpu_prebuild.py --processes 16 --block-v 32,64,128 > "$S/prebuild.log" 2>&1 &
+  p2=$!
+  wait $p2; wait $p1
+  echo "builds done at $SECONDS s" >> "$S/prep.log"
+  ( CUDA_VISIBLE_DEVICES=0 OUT="$S/sglang" SGLANG_TEST_TIMEOUT=$(( $(left) - 15 )) bash tests/sglang/run_gpu.sh ) > "$S/sglang.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 QLA_ERR_LOG="$S/gpu-test-errors.jsonl" timeout $(( $(left) - 15 )) \
+    "$PY" -m pytest -m gpu -s -p no:cacheprovider -rA tests/test_hopper_gpu.py > "$S/gpu-tests.log" 2>&1
+  wait
+  ;;
+tp1)
+  ( CUDA_VISIBLE_DEVICES=0 OUT="$S/check" WEIGHTS=random timeout -k 20 --signal=INT $(( $(left) - 15 )) \
+      bash bench_serving/gpu_vllm_check.sh --ref triton,flashinfer ) > "$S/check.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernels.py \
+    --heads 16/32,8/32,16/64 --budget-s $(( $(left) - 90 )) --out "$S/kernels-a" > "$S/kernels-a.log" 2>&1
+  wait
+  ;;
+tp2)
+  OUT="$S/check" TP=2 WEIGHTS=random timeout -k 20 --signal=INT $(( $(left) - 10 )) \
+    bash bench_serving/gpu_vllm_check.sh --ref triton > "$S/check.log" 2>&1
+  ;;
+serve)
+  ( CUDA_VISIBLE_DEVICES=0 PRESET=h200-quick SHAPES=full DEADLINE=$(( $(left) - 20 )) OUT="$S/matrix" \
+      bash bench_serving/run_h200.sh ) > "$S/matrix.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 150 )) "$PY" bench_serving/kernels.py \
+    --heads 2/8,4/16,16/48 --budget-s $(( $(left) - 240 )) --out "$S/kernels-b" > "$S/kernels-b.log" 2>&1
+  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernels.py --cp-sweep \
+    --heads 16/32,2/8 --cp-block-v 64 --budget-s $(( $(left) - 40 )) --out "$S/cp-sweep" > "$S/cp-sweep.log" 2>&1
+  wait
+  ;;
+*) echo "unknown stage $stage (prep, tp1, tp2, serve)" >&2; exit 2 ;;
+esac
