@@ -47,9 +47,13 @@ DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
 
 @dataclass(frozen=True)
 class CPParams:
-    """Constants of the CP decision rule. PLACEHOLDERS until fitted on the H200 (see fit_params)."""
+    """Constants of the CP decision rule, fitted on the H200 (2026-11-30, :func:`fit_params` over
+    ``bench_serving/results/h200-session3/cp_sweep.json``: heads 16/32 and 2/8, rows 1×32768,
+    1×16384, 1×8192, 28672+4096 at V-block 64; the rule's pick is 0.7 % slower than the best P
+    measured per row, geometric mean, 4.7 % at worst). min_chunks 2…16 fit those rows equally; 16
+    is kept, so no sequence is split into partitions shorter than any that were measured."""
 
-    target_ctas: int = 264       # aim for about this many CTAs in phase 3 (2 per SM on 132 SMs)
+    target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks
     max_parts: int = 32          # at most this many partitions per sequence
 
@@ -296,7 +300,7 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
     tab = _sweep_table(rows)
     meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in rows}
     grid = grid or {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056],
-                    "min_chunks": [2, 4, 8, 16, 32, 64], "max_parts": [32]}
+                    "min_chunks": [64, 32, 16, 8, 4, 2], "max_parts": [32]}
     best = None
     for tc in grid["target_ctas"]:
         for mc in grid["min_chunks"]:
@@ -314,7 +318,8 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
                                                                "slowdown": t / min(times.values())}
                 score = math.exp(sum(logs) / max(1, len(logs)))
                 worst = max((v["slowdown"] for v in picks.values()), default=1.0)
-                # ties: the smaller worst case, then the grid's order (fewer CTAs, shorter partitions)
+                # ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
+                # partitions: rows too short to split were not swept, so split no finer than needed)
                 if (best is None or score < best["geomean_slowdown"] - 1e-9
                         or (score <= best["geomean_slowdown"] + 1e-9 and worst < best["worst_slowdown"] - 1e-9)):
                     best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp},
