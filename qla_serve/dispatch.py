@@ -117,14 +117,20 @@ def run(op: str, call: dict[str, Any]) -> str:
     return backend.name
 
 
-def explain(device: torch.device, head_k_dim: int = 128, head_v_dim: int = 128) -> dict[str, dict[str, str]]:
-    """For ``qla-serve info``: per op, per backend, "ok" or the reason it would be refused."""
-    probe = {
-        "q": torch.empty(0, 1, head_k_dim, device=device),
-        "v": torch.empty(0, 1, head_v_dim, device=device),
+def info_probe(device: torch.device, head_k_dim: int = 128, head_v_dim: int = 128) -> dict[str, Any]:
+    """An empty call shaped like an engine's: bf16 activations (an fp32 probe made the Hopper
+    kernel look refused on the H200), an fp32 pool."""
+    return {
+        "q": torch.empty(0, 1, head_k_dim, device=device, dtype=torch.bfloat16),
+        "v": torch.empty(0, 1, head_v_dim, device=device, dtype=torch.bfloat16),
         "state_pool": torch.empty(1, 1, head_v_dim, head_k_dim, device=device),
         "checkpoints": None, "state_layout": "vk",
     }
+
+
+def explain(device: torch.device, head_k_dim: int = 128, head_v_dim: int = 128) -> dict[str, dict[str, str]]:
+    """For ``qla-serve info``: per op, per backend, "ok" or the reason it would be refused."""
+    probe = info_probe(device, head_k_dim, head_v_dim)
     table: dict[str, dict[str, str]] = {}
     for op in ("prefill", "decode"):
         row = {}

@@ -44,3 +44,53 @@ def test_warmup_variants_from_config():
 def test_bad_heads_argument():
     with pytest.raises(SystemExit):
         main(["demo", "--heads", "3/4"])
+
+
+def test_preload_refuses_where_no_kernel_runs(monkeypatch):
+    import torch
+
+    from qla_serve import warmup
+
+    logged = []
+    assert "cpu" in warmup.preload(torch.device("cpu"), 16, 32, torch.bfloat16, log=logged.append)
+    monkeypatch.setenv("QLA_BACKEND", "reference")
+    assert warmup.preload(torch.device("cuda", 0), 16, 32, torch.bfloat16, log=logged.append) == "QLA_BACKEND=reference"
+    assert logged == []
+
+
+def test_preload_loads_the_engines_variants(monkeypatch):
+    """On an sm_90 device: exactly the variants the vLLM adapter can hit, loaded in this process."""
+    import contextlib
+    import importlib.util
+
+    import torch
+
+    from qla_serve import warmup
+    from qla_serve.kernels import hopper
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: (9, 0))
+    monkeypatch.setattr(torch.cuda, "device", lambda d: contextlib.nullcontext())
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "tilelang" else real_find_spec(n, *a))
+    seen = []
+    monkeypatch.setattr(hopper, "warmup", lambda variants, log=None, processes=None: seen.append((list(variants), processes)))
+    logged = []
+    assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
+    (variants, processes), = seen
+    assert processes is None          # in-process: no worker pool inside an engine's worker
+    assert {(v.num_k_heads, v.num_v_heads, v.pool_dtype, v.use_qk_l2norm, v.has_initial_state, v.packed_qkv)
+            for v in variants} == {(2, 8, "bfloat16", False, True, False)}
+    assert sorted(v.block_v for v in variants) == sorted(hopper.BLOCK_V_CHOICES)
+    assert len(logged) == 1 and "2/8" in logged[0] and "bfloat16" in logged[0]
+    assert "float16" in warmup.preload(torch.device("cuda", 0), 2, 8, torch.float16, log=logged.append)
+
+
+def test_info_probe_is_a_call_the_hopper_kernel_takes():
+    """`qla-serve info` must report the kernel on an H200: its probe passes the kernel's own checks
+    (device and capability aside, which need the GPU)."""
+    import torch
+
+    from qla_serve import dispatch
+    from qla_serve.kernels import hopper
+
+    assert hopper.why_not(dispatch.info_probe(torch.device("cpu"))) is None

@@ -5,7 +5,8 @@ every method defers to vLLM's layer, so the plugin changes nothing.
 
 When selected, one seam splits each step of a GDN layer (``_forward_core``):
 
-* decode, speculative verify, profiling runs → vLLM's own core, untouched;
+* decode, speculative verify, profiling runs → vLLM's own core, untouched (the first profiling
+  run also loads qla-serve's kernels for this layer's shapes, once per worker: ``preload``);
 * a batch with prefills → its decode tokens (vLLM puts them first) through vLLM's own core on a
   decode-only view of the metadata, then the prefill tokens: vLLM's causal conv and gating prep,
   and ``qla_serve.gdn_prefill`` reading and writing vLLM's state cache in place by
@@ -44,6 +45,7 @@ from vllm.v1.attention.backends.gdn_attn import (
 
 from qla_serve import gdn_prefill, plan_prefill
 from qla_serve.plan import PrefillPlan
+from qla_serve.warmup import preload
 
 from . import engine_ops, timing
 from .selection import qla_requested
@@ -54,6 +56,7 @@ NULL_BLOCK_ID = 0  # vLLM's null block: the state slot of padding requests
 TRACE_ENV = "QLA_VLLM_TRACE"
 FALLBACK_ENV = "QLA_VLLM_FORCE_FALLBACK"  # run vLLM's own prefill path (debugging, tests)
 _said: set[str] = set()
+_preloaded = False  # qla-serve's kernels loaded in this worker (once, in the profiling run)
 
 
 def _say_once(level: int, msg: str, *args: Any) -> None:
@@ -137,6 +140,8 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if not self.qla_enabled:  # vLLM's core (on CPU only reached with timing on: see forward_cpu)
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
         md = _layer_metadata(self.prefix)
+        if md is None:
+            self._preload_kernels(mixed_qkv.device)
         if md is None or md.num_prefills == 0 or md.spec_sequence_masks is not None:
             # The seam: decode, speculative verify and profiling stay on vLLM's kernels.
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
@@ -151,6 +156,22 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         self._qla_prefill(mixed_qkv[ndt:end], b[ndt:end], a[ndt:end], core_attn_out[ndt:end], md)
 
     # -- pieces ---------------------------------------------------------------------------------
+    def _preload_kernels(self, device: torch.device) -> None:
+        """Once per worker, in vLLM's profiling run (no metadata: before any request), load the
+        qla-serve kernels this layer's prefills will use, so no request pays their load."""
+        global _preloaded
+        if _preloaded:
+            return
+        _preloaded = True
+        try:
+            _, pool_dtype = self.get_state_dtype()
+            why = preload(device, self.num_k_heads // self.tp_size, self.num_v_heads // self.tp_size, pool_dtype,
+                          engine="vllm", log=lambda msg: _say_once(logging.INFO, "%s", msg))
+        except Exception as exc:  # kernels then load on first use; never fail the server start
+            why = f"failed: {exc!r}"[:300]
+        if why is not None:
+            _say_once(logging.INFO, "qla-serve: no kernels preloaded (%s)", why)
+
     def _vllm_core(self, mixed_qkv, b, a, core_attn_out) -> None:
         engine_ops.engine_forward_core(self, super()._forward_core, mixed_qkv, b, a, core_attn_out)
 
