@@ -44,21 +44,16 @@ done
 
 if [ "${QLA_WARMUP:-1}" = 1 ]; then
   t=$SECONDS
-  PREP_TP="${PREP_TP:-1 2}" "$PY" - <<'PY' 2>&1 | tee "$OUT/prep-warmup.log" | grep -v "^qla-serve warmup: \(kkt\|fwd\)" || echo "warm-up FAILED (kernels will compile on first use)"
-import os, time
-from qla_serve.kernels import hopper
-from qla_serve.warmup import ENGINE_AXES
-
-pools = ("float32", "bfloat16")
-heads = sorted({(16 // tp, 32 // tp) for tp in map(int, os.environ["PREP_TP"].split())} | {(2, 8)})
-variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **ENGINE_AXES["vllm"])]
-variants += hopper.variants_for_heads(2, 8, pool_dtypes=pools, **ENGINE_AXES["sglang"])
-t0 = time.perf_counter()
-procs = int(os.environ.get("PREP_PROCESSES") or os.cpu_count())
-hopper.warmup(variants, processes=procs)
-print(f"prep warm-up: {len(variants)} variants (vLLM heads {heads}; SGLang 2/8) ready in "
-      f"{time.perf_counter() - t0:.1f} s with {procs} processes; {hopper.compile_count} kernels built or loaded")
-PY
+  # The CLI, not a stdin script: the build pool spawns workers, which re-import the main module.
+  heads=()
+  for tp in ${PREP_TP:-1 2}; do heads+=(--heads "$((16 / tp))/$((32 / tp))"); done
+  procs="${PREP_PROCESSES:-$(nproc)}"
+  if "$PY" -m qla_serve.cli warmup "${heads[@]}" --heads 2/8 --engine vllm --processes "$procs" > "$OUT/prep-warmup.log" 2>&1 \
+     && "$PY" -m qla_serve.cli warmup --heads 2/8 --engine sglang --processes "$procs" >> "$OUT/prep-warmup.log" 2>&1; then
+    grep -E "variants ready|warm-up done" "$OUT/prep-warmup.log" || true
+  else
+    tail -5 "$OUT/prep-warmup.log"; echo "warm-up FAILED (kernels will compile on first use)"
+  fi
   echo "warm-up: $((SECONDS - t)) s"
 fi
 [ -z "$bg" ] || wait "$bg"

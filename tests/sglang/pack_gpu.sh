@@ -9,7 +9,9 @@
 # --no-deps, for CPython $PYVER x86-64 into one --target tree: sglang 0.5.23 and the packages its
 # import chain needs that neither the H200 image nor the .gpu-vllm pack has at the version SGLang
 # pins (transformers 5.19.0 and compressed-tensors 0.18.0 as pinned; gguf, orjson; fastapi 0.165.0 +
-# opentelemetry-api as in the CPU test venv). It prunes what the test never imports
+# opentelemetry-api, dill and traitlets as in the CPU test venv). The list is the distributions the
+# test's imports load in the CPU venv minus the H200 image's package list (KINDS.md) and the
+# .gpu-vllm pack: dill was missing on the H200 on 2026-11-30 (the test stopped at collection). It prunes what the test never imports
 # (multimodal_gen, benchmark, tests other than the kits, the Rust extensions) and packs the tree
 # as .gpu-sglang/site.tar.xz (~13 MB), with .gpu-sglang/prelude.sh that unpacks it on the device.
 # Import-only stand-ins for sgl_kernel and a FlashInfer blocker live in tests/sglang/gpu_stubs/
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/../.."
 PYVER="${PYVER:-3.12}"
 OUTDIR="${OUTDIR:-.gpu-sglang}"
 PKGS=(sglang==0.5.23 transformers==5.19.0 compressed-tensors==0.18.0 gguf==0.19.0 orjson==3.13.0
-      fastapi==0.165.0 opentelemetry-api==1.45.2)
+      fastapi==0.165.0 opentelemetry-api==1.45.2 dill==0.4.1 traitlets==5.16.1)
 grep -qxF '/.gpu-sglang/' .git/info/exclude 2>/dev/null || echo '/.gpu-sglang/' >> .git/info/exclude
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
