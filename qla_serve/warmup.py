@@ -63,38 +63,49 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
     return 0
 
 
+_preloaded: set[tuple] = set()   # (device, heads, pool dtype, engine) already handled in this process
+
+
 def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str = "vllm", log=print) -> str | None:
     """Load into *this* process every kernel an engine adapter's prefill calls can hit for these
     per-rank heads and state-pool dtype (compiling, one at a time, what TileLang's disk cache
-    lacks). A server calls it once per worker at start-up: otherwise the first request of each
-    shape class pays the load (0.3–0.7 s per kernel from the disk cache; measured on the H200 as
-    TTFT spikes of 0.3–0.7 s in the first mixed-batch steps). Returns why nothing was loaded (no
-    kernel runs here), else None."""
+    lacks). An adapter calls it at start-up (vLLM: its profiling run; SGLang: the first extend,
+    its warm-up request): otherwise the first request of each shape class pays the load (0.3–0.7 s
+    per kernel from the disk cache; seen on the H200 as 0.3–0.7 s steps in the first mixed
+    batches). Once per (device, heads, dtype, engine) per process; never raises. Returns why
+    nothing was loaded (no kernel runs here, or the load failed), else None."""
     import importlib.util
 
     import torch
 
-    from . import dispatch
+    key = (str(device), num_k_heads, num_v_heads, str(pool_dtype), engine)
+    if key in _preloaded:
+        return None
+    _preloaded.add(key)
+    try:
+        from . import dispatch
 
-    if dispatch.requested_backend() == "reference":
-        return "QLA_BACKEND=reference"
-    device = torch.device(device)
-    if device.type != "cuda":
-        return f"no qla-serve kernel for {device.type} devices"
-    if torch.cuda.get_device_capability(device) != (9, 0):
-        return "the kernels need sm_90"
-    if importlib.util.find_spec("tilelang") is None:
-        return "tilelang is not installed"
-    name = {torch.float32: "float32", torch.bfloat16: "bfloat16"}.get(pool_dtype)
-    if name is None:
-        return f"no kernel for a {pool_dtype} state pool"
-    from .kernels import hopper
+        if dispatch.requested_backend() == "reference":
+            return "QLA_BACKEND=reference"
+        device = torch.device(device)
+        if device.type != "cuda":
+            return f"no qla-serve kernel for {device.type} devices"
+        if torch.cuda.get_device_capability(device) != (9, 0):
+            return "the kernels need sm_90"
+        if importlib.util.find_spec("tilelang") is None:
+            return "tilelang is not installed"
+        name = {torch.float32: "float32", torch.bfloat16: "bfloat16"}.get(pool_dtype)
+        if name is None:
+            return f"no kernel for a {pool_dtype} state pool"
+        from .kernels import hopper
 
-    variants = hopper.variants_for_heads(num_k_heads, num_v_heads, pool_dtypes=(name,), **ENGINE_AXES[engine])
-    t0 = time.perf_counter()
-    with torch.cuda.device(device):
-        hopper.warmup(variants, log=None)
-    dt = time.perf_counter() - t0
+        variants = hopper.variants_for_heads(num_k_heads, num_v_heads, pool_dtypes=(name,), **ENGINE_AXES[engine])
+        t0 = time.perf_counter()
+        with torch.cuda.device(device):
+            hopper.warmup(variants, log=None)
+        dt = time.perf_counter() - t0
+    except Exception as exc:  # kernels then load on first use: never fail a server for this
+        return f"failed: {exc!r}"[:300]
     hint = " (kernels were compiled here: run `qla-serve warmup` before serving to skip this)" if dt > 30 else ""
     log(f"qla-serve: {len(variants)} kernel variants for GDN heads {num_k_heads}/{num_v_heads}, {name} state "
         f"pool, loaded in {dt:.1f} s{hint}")

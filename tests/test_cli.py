@@ -51,6 +51,7 @@ def test_preload_refuses_where_no_kernel_runs(monkeypatch):
 
     from qla_serve import warmup
 
+    monkeypatch.setattr(warmup, "_preloaded", set())
     logged = []
     assert "cpu" in warmup.preload(torch.device("cpu"), 16, 32, torch.bfloat16, log=logged.append)
     monkeypatch.setenv("QLA_BACKEND", "reference")
@@ -72,6 +73,7 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device", lambda d: contextlib.nullcontext())
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "tilelang" else real_find_spec(n, *a))
+    monkeypatch.setattr(warmup, "_preloaded", set())
     seen = []
     monkeypatch.setattr(hopper, "warmup", lambda variants, log=None, processes=None: seen.append((list(variants), processes)))
     logged = []
@@ -82,7 +84,13 @@ def test_preload_loads_the_engines_variants(monkeypatch):
             for v in variants} == {(2, 8, "bfloat16", False, True, False)}
     assert sorted(v.block_v for v in variants) == sorted(hopper.BLOCK_V_CHOICES)
     assert len(logged) == 1 and "2/8" in logged[0] and "bfloat16" in logged[0]
+    # once per process: a second call (every later profiling run / extend) does nothing
+    assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
+    assert len(seen) == 1 and len(logged) == 1
     assert "float16" in warmup.preload(torch.device("cuda", 0), 2, 8, torch.float16, log=logged.append)
+    # a failing load is reported, never raised (the server keeps its lazy path)
+    monkeypatch.setattr(hopper, "warmup", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("nvcc died")))
+    assert "nvcc died" in warmup.preload(torch.device("cuda", 0), 4, 16, torch.float32, log=logged.append)
 
 
 def test_info_probe_is_a_call_the_hopper_kernel_takes():

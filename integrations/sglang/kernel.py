@@ -6,6 +6,7 @@ them (see ``hooks.py``), so there is exactly one seam, extend.
 """
 from __future__ import annotations
 
+import logging
 from typing import Sequence
 
 import torch
@@ -13,6 +14,9 @@ from sglang.srt.layers.attention.linear.kernels.kernel_backend import LinearAttn
 
 from qla_serve.api import gdn_prefill
 from qla_serve.plan import PrefillPlan, plan_prefill
+from qla_serve.warmup import preload
+
+logger = logging.getLogger("qla_serve.sglang")
 
 
 class QLAGDNKernel(LinearAttnKernelBase):
@@ -102,6 +106,11 @@ class QLAGDNKernel(LinearAttnKernelBase):
         batched = q.dim() == 4
         T = q.shape[1] if batched else q.shape[0]
         HV, Vd = v.shape[-2], v.shape[-1]
+        # Once per process, at the first extend (SGLang's start-up warm-up request): load every
+        # kernel this adapter can hit, so no later request pays a first load.
+        why = preload(v.device, q.shape[-2], HV, ssm_states.dtype, engine="sglang", log=logger.info)
+        if why is not None:
+            logger.info("qla-serve: no kernels preloaded (%s)", why)
         plan = self._plan_for(query_start_loc)
         n_tok = plan.total_tokens
         if n_tok > T:

@@ -56,7 +56,6 @@ NULL_BLOCK_ID = 0  # vLLM's null block: the state slot of padding requests
 TRACE_ENV = "QLA_VLLM_TRACE"
 FALLBACK_ENV = "QLA_VLLM_FORCE_FALLBACK"  # run vLLM's own prefill path (debugging, tests)
 _said: set[str] = set()
-_preloaded = False  # qla-serve's kernels loaded in this worker (once, in the profiling run)
 
 
 def _say_once(level: int, msg: str, *args: Any) -> None:
@@ -157,18 +156,15 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
 
     # -- pieces ---------------------------------------------------------------------------------
     def _preload_kernels(self, device: torch.device) -> None:
-        """Once per worker, in vLLM's profiling run (no metadata: before any request), load the
+        """In vLLM's profiling run (no metadata: before any request), once per worker: load the
         qla-serve kernels this layer's prefills will use, so no request pays their load."""
-        global _preloaded
-        if _preloaded:
-            return
-        _preloaded = True
         try:
-            _, pool_dtype = self.get_state_dtype()
-            why = preload(device, self.num_k_heads // self.tp_size, self.num_v_heads // self.tp_size, pool_dtype,
-                          engine="vllm", log=lambda msg: _say_once(logging.INFO, "%s", msg))
-        except Exception as exc:  # kernels then load on first use; never fail the server start
-            why = f"failed: {exc!r}"[:300]
+            _, pool_dtype = self.get_state_dtype()   # vLLM's ssm-cache dtype (MambaBase API)
+        except Exception as exc:  # a vLLM without it: kernels load on first use
+            _say_once(logging.INFO, "qla-serve: no kernels preloaded (state dtype unknown: %r)", exc)
+            return
+        why = preload(device, self.num_k_heads // self.tp_size, self.num_v_heads // self.tp_size, pool_dtype,
+                      engine="vllm", log=lambda msg: _say_once(logging.INFO, "%s", msg))
         if why is not None:
             _say_once(logging.INFO, "qla-serve: no kernels preloaded (%s)", why)
 
