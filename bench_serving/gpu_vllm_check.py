@@ -112,15 +112,27 @@ def main(argv=None) -> int:
     report: dict = {"model": str(args.model), "common_args": common, "refs": refs, "qla_args": args.qla_args,
                     "tp": args.tp, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "QLA_BACKEND": os.environ.get("QLA_BACKEND", "auto"), "parallel_start": parallel,
-                    "startup_s": {}, "by_ref": {}}
+                    "startup_s": {}, "by_ref": {}, "prefix_cache_hit_tokens": {}}
     lengths = [int(x) for x in args.lengths.split(",")]
     seq_prompts = prompts(lengths, 1, args.vocab)
+    reuse_prompts = []
+    if args.prefix_caching and seq_prompts:
+        # Prompts that reuse the longest one's cached prefix: their prefill starts from a state
+        # restored by prefix caching ("align" mode) instead of zero. Sent without prompt logprobs:
+        # vLLM skips reading the prefix cache for requests that ask for them.
+        longest = max(seq_prompts, key=len)
+        reuse_prompts = [longest[: len(longest) // 2] + p for p in prompts([300, 1], 3, args.vocab)] + [list(longest)]
     conc_prompts = prompts([int(x) for x in args.concurrent_lengths.split(",")], 2, args.vocab)
     kw = dict(logprobs=5, prompt_logprobs=1)
 
     def collect(server) -> tuple[list, list]:
         """Greedy completions: the sequential prompts one by one, then the mixed batch at once."""
         seq = [server.complete(ids, args.max_tokens, **kw) for ids in seq_prompts]
+        if reuse_prompts:
+            hits0 = server.metric_sum("vllm:prefix_cache_hits_total")
+            seq += [server.complete(ids, args.max_tokens, logprobs=5) for ids in reuse_prompts]
+            report["prefix_cache_hit_tokens"][server.log_path.stem] = \
+                server.metric_sum("vllm:prefix_cache_hits_total") - hits0
         with ThreadPoolExecutor(len(conc_prompts)) as ex:
             conc = list(ex.map(lambda ids: server.complete(ids, args.max_tokens, **kw), conc_prompts))
         return seq, conc
@@ -134,6 +146,8 @@ def main(argv=None) -> int:
         report["qla_log_lines"] = sorted({re.sub(r"^.*?\] ", "", l) for l in log.splitlines() if "qla-serve" in l})[:20]
         report["summary"] = {name: r["summary"] for name, r in report["by_ref"].items()}
         report["summary"]["qla_ran"] = report["qla_trace"]["calls"] > 0
+        if report["prefix_cache_hit_tokens"]:
+            report["summary"]["prefix_cache_hit_tokens"] = report["prefix_cache_hit_tokens"]
         (args.out / "gpu_vllm_check.json").write_text(json.dumps(report, indent=1))
 
     # qla's outputs are collected once and compared with each reference backend in turn; with
@@ -163,7 +177,7 @@ def main(argv=None) -> int:
                 ref_out = collect(ref)
             finally:
                 ref.stop()
-            seq = [compare(a, b, ids) for a, b, ids in zip(ref_out[0], qla_out[0], seq_prompts)]
+            seq = [compare(a, b, ids) for a, b, ids in zip(ref_out[0], qla_out[0], seq_prompts + reuse_prompts)]
             conc = [compare(a, b, ids) for a, b, ids in zip(ref_out[1], qla_out[1], conc_prompts)]
             rows = seq + conc
             report["by_ref"][name] = {"sequential": seq, "concurrent": conc, "summary": {

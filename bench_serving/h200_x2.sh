@@ -6,6 +6,7 @@
 #   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh tp1      # vLLM TP-1 check ∥ kernel table, part A
 #   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh tp2      # vLLM TP-2 check (both GPUs)
 #   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh serve    # serving matrix ∥ kernel table, part B + CP sweep
+#   source .gpu-vllm/prelude.sh && bash bench_serving/h200_x2.sh graphs   # vLLM check with CUDA graphs + prefix caching
 #
 #   prep   GPU build of every TileLang variant the later stages hit (engine adapters, the GPU tests,
 #          the kernel bench; two pools side by side), the check's random-weight model; then
@@ -15,6 +16,8 @@
 #   tp2    gpu_vllm_check.sh --tp 2 vs triton (issue 5).
 #   serve  GPU 0: run_h200.sh full shape, h200-quick (issue 7) ∥ GPU 1: kernels.py, heads 2/8,
 #          4/16, 16/48 (part B), then the CP sweep (issue 4) with what time is left.
+#   graphs gpu_vllm_check.sh --no-eager --prefix-caching, qla on GPU 1 beside triton on GPU 0
+#          (both start at once: torch.compile + CUDA-graph capture; issue 5's graphs and "align").
 #
 # Every job gets a deadline below the device tool's 600 s; at the end the stage's folder is packed
 # into $OUT/<stage>.tar.gz (the tool returns at most 8 files) beside a short $OUT/<stage>.txt.
@@ -23,7 +26,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-stage="${1:?usage: h200_x2.sh prep|tp1|tp2|serve}"
+stage="${1:?usage: h200_x2.sh prep|tp1|tp2|serve|graphs}"
 OUT="${OUT:-$ROOT/.work/x2}"
 S="$OUT/$stage"
 mkdir -p "$S"
@@ -76,5 +79,10 @@ serve)
     --heads 16/32,2/8 --cp-block-v 64 --budget-s $(( $(left) - 40 )) --out "$S/cp-sweep" > "$S/cp-sweep.log" 2>&1
   wait
   ;;
-*) echo "unknown stage $stage (prep, tp1, tp2, serve)" >&2; exit 2 ;;
+graphs)
+  OUT="$S/check" WEIGHTS=random timeout -k 20 --signal=INT $(( $(left) - 10 )) \
+    bash bench_serving/gpu_vllm_check.sh --ref triton --no-eager --prefix-caching --startup-timeout $(( $(left) - 120 )) \
+    > "$S/check.log" 2>&1
+  ;;
+*) echo "unknown stage $stage (prep, tp1, tp2, serve, graphs)" >&2; exit 2 ;;
 esac

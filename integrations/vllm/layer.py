@@ -6,7 +6,8 @@ every method defers to vLLM's layer, so the plugin changes nothing.
 When selected, one seam splits each step of a GDN layer (``_forward_core``):
 
 * decode, speculative verify, profiling runs → vLLM's own core, untouched (the first profiling
-  run also loads qla-serve's kernels for this layer's shapes, once per worker: ``preload``);
+  run, or else the first prefill, also loads qla-serve's kernels for this layer's shapes, once
+  per worker: ``qla_serve.warmup.preload``);
 * a batch with prefills → its decode tokens (vLLM puts them first) through vLLM's own core on a
   decode-only view of the metadata, then the prefill tokens: vLLM's causal conv and gating prep,
   and ``qla_serve.gdn_prefill`` reading and writing vLLM's state cache in place by
@@ -109,6 +110,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         super().__init__(config, vllm_config, *args, **kwargs)
         self.qla_enabled = qla_requested(vllm_config)
         self.qla_calls = 0  # prefill calls served by qla-serve in this process
+        self.qla_preloaded = False  # this layer asked qla_serve.warmup.preload (once per process anyway)
         if self.qla_enabled:
             _say_once(logging.INFO, "qla-serve: GDN prefill of %s runs through qla_serve.gdn_prefill "
                       "(decode and spec verify stay on vLLM's kernels)", type(self).__mro__[1].__name__)
@@ -139,7 +141,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if not self.qla_enabled:  # vLLM's core (on CPU only reached with timing on: see forward_cpu)
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
         md = _layer_metadata(self.prefix)
-        if md is None:
+        if md is None and not self.qla_preloaded:
             self._preload_kernels(mixed_qkv.device)
         if md is None or md.num_prefills == 0 or md.spec_sequence_masks is not None:
             # The seam: decode, speculative verify and profiling stay on vLLM's kernels.
@@ -156,8 +158,10 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
 
     # -- pieces ---------------------------------------------------------------------------------
     def _preload_kernels(self, device: torch.device) -> None:
-        """In vLLM's profiling run (no metadata: before any request), once per worker: load the
-        qla-serve kernels this layer's prefills will use, so no request pays their load."""
+        """Load the qla-serve kernels this layer's prefills will use, so no request pays their
+        load: in vLLM's profiling run on GPU (no metadata: before any request), else (vLLM's CPU
+        worker does not profile) at the first prefill. ``preload`` acts once per process."""
+        self.qla_preloaded = True
         try:
             _, pool_dtype = self.get_state_dtype()   # vLLM's ssm-cache dtype (MambaBase API)
         except Exception as exc:  # a vLLM without it: kernels load on first use
@@ -201,6 +205,8 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         return engine_ops.platform_why_not(self) or engine_ops.kernel_why_not(self, plan, act_dtype)
 
     def _qla_prefill(self, x, b, a, out, md) -> None:
+        if not self.qla_preloaded:
+            self._preload_kernels(x.device)
         plan: PrefillPlan = md.qla_plan
         n = plan.num_seqs
         cu = md.prefill_query_start_loc[: n + 1]

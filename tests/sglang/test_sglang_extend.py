@@ -105,6 +105,28 @@ def test_plan_is_reused_across_layers():
     assert kernel._plan is first
 
 
+def test_first_extend_asks_to_preload_kernels_once(monkeypatch, caplog):
+    """The first extend (SGLang's start-up warm-up request) asks qla-serve to load the adapter's
+    kernels, with the heads and pool dtype of the call; later extends do not ask again."""
+    import logging
+
+    from qla_serve import warmup
+
+    monkeypatch.setattr(warmup, "_preloaded", set())
+    asked = []
+    real = warmup.preload
+    monkeypatch.setattr("qla_serve.integrations.sglang.kernel.preload",
+                        lambda *a, **k: asked.append((a, k["engine"])) or real(*a, **k))
+    batch = make_batch((70, 5), [1, 2], pool_dtype=torch.bfloat16, seed=8)
+    kernel = QLAGDNKernel()
+    with caplog.at_level(logging.INFO, logger="qla_serve.sglang"):
+        run_extend(batch, kernel)
+        run_extend(batch, kernel)
+    assert [(a[1:], e) for a, e in asked] == [((2, 4, torch.bfloat16), "sglang")] * 2
+    said = [r.getMessage() for r in caplog.records if "preloaded" in r.getMessage()]
+    assert said == ["qla-serve: no kernels preloaded (no qla-serve kernel for cpu devices)"]
+
+
 def test_writes_into_the_given_output_buffer():
     batch = make_batch((70, 5), [1, 2], seed=6)
     out = torch.full((1, 75, 4, 128), float("nan"), dtype=torch.bfloat16)

@@ -124,6 +124,9 @@ def test_gdn_prefill_backend_flag_serves(tiny_model_dir, serve_args, tmp_path):
         out = greedy(s, prompts([300], seed=5)[0])
     assert len(out["token_ids"]) == OUT_TOKENS
     assert trace.exists() and sum(1 for _ in trace.open()) > 0
+    # The worker asked to preload qla-serve's kernels, once (on CPU none exist: it says why).
+    said = [l for l in (tmp_path / "server.log").read_text().splitlines() if "no kernels preloaded" in l]
+    assert len(said) == 1 and "no qla-serve kernel for cpu devices" in said[0], said
 
 
 def test_fallback_is_vllms_own_path_with_one_log_line(pair_no_prefix_cache, serve_args, tmp_path):
