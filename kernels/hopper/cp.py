@@ -48,7 +48,7 @@ DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
 @dataclass(frozen=True)
 class CPParams:
     """Constants of the CP decision rule, fitted on the H200 (2026-11-30, :func:`fit_params` over
-    ``bench_serving/results/h200-session3/cp_sweep.json``: heads 16/32 and 2/8, rows 1×32768,
+    ``bench_serving/results/h200-session3/cp-sweep/cp_sweep.json``: heads 16/32 and 2/8, rows 1×32768,
     1×16384, 1×8192, 28672+4096 at V-block 64; the rule's pick is 0.7 % slower than the best P
     measured per row, geometric mean, 4.7 % at worst). min_chunks 2…16 fit those rows equally; 16
     is kept, so no sequence is split into partitions shorter than any that were measured."""
