@@ -99,6 +99,7 @@ def qla_fns(x):
         qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
                               state_indices=x["idx"], cu_seqlens=plan.cu_seqlens, has_initial_state=hinit,
                               plan=plan, out=out, null_slot=0)
+    kernel.plan = plan      # the plan's choices (V-block, CP partitions) go into the row
 
     def serving():
         p = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()))          # host metadata → fresh tables
@@ -106,6 +107,17 @@ def qla_fns(x):
                               state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
                               plan=p, out=out, null_slot=0)
     return kernel, serving
+
+
+def qla_choices(plan) -> dict:
+    """What the host plan chose for this row (read after a call filled ``plan.kernel_data``)."""
+    got = {}
+    for key, val in plan.kernel_data.items():
+        if key[0] == "hopper":
+            got["qla_block_v"] = val["block_v"]
+        elif key[0] == "hopper-cp":
+            got["qla_cp_parts"] = list(val.parts) if val is not None else None
+    return got
 
 
 # ---------------------------------------------------------------------------------------------- FLA
@@ -497,6 +509,7 @@ def main() -> None:
                     row[f"{name}_serving_ms"] = bench(serving)
                     if name == "qla":
                         from qla_serve.kernels import hopper
+                        row.update(qla_choices(kernel.plan))
                         hopper._skip.add("fwd")
                         try:
                             row["qla_kkt_only_ms"] = bench(kernel)
