@@ -106,6 +106,33 @@ def qla_fns(x):
         qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
                               state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
                               plan=p, out=out, null_slot=0)
+
+    def host_us(reps: int = 20) -> dict:
+        """Host (CPU) microseconds per call, GPU work left queued: building a plan, a call with a
+        fresh plan, a call with the cached plan. Where these exceed the kernel time, a timing is
+        the host's, not the GPU's (the serving column on short rows)."""
+        import time as _t
+
+        dev = torch.device("cuda", torch.cuda.current_device())
+        t = {"plan": 0.0, "call_fresh": 0.0, "call_cached": 0.0}
+        torch.cuda.synchronize()
+        for _ in range(reps):
+            t0 = _t.perf_counter()
+            p = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
+            t1 = _t.perf_counter()
+            qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+                                  state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
+                                  plan=p, out=out, null_slot=0)
+            t2 = _t.perf_counter()
+            kernel()
+            t3 = _t.perf_counter()
+            torch.cuda.synchronize()    # host timings only: do not let the queue fill up
+            t["plan"] += t1 - t0
+            t["call_fresh"] += t2 - t1
+            t["call_cached"] += t3 - t2
+        return {f"qla_host_{k}_us": v / reps * 1e6 for k, v in t.items()}
+
+    kernel.host_us = host_us
     return kernel, serving
 
 
@@ -510,6 +537,10 @@ def main() -> None:
                     if name == "qla":
                         from qla_serve.kernels import hopper
                         row.update(qla_choices(kernel.plan))
+                        try:   # a diagnostic: its failure must not cost the row its timings
+                            row.update(kernel.host_us())
+                        except Exception as exc:  # noqa: BLE001
+                            row["qla_host_error"] = repr(exc)[:200]
                         hopper._skip.add("fwd")
                         try:
                             row["qla_kkt_only_ms"] = bench(kernel)
