@@ -46,6 +46,7 @@ class QLAGDNKernel(LinearAttnKernelBase):
         self.host_seqlens: Sequence[int] | None = None
         self._plan_key: tuple | None = None
         self._plan: PrefillPlan | None = None
+        self._preload_asked = False
 
     # -- the seam: decode and verify stay on SGLang's Triton kernel ----------------------------
     def decode(self, *args, **kwargs) -> torch.Tensor:
@@ -106,11 +107,13 @@ class QLAGDNKernel(LinearAttnKernelBase):
         batched = q.dim() == 4
         T = q.shape[1] if batched else q.shape[0]
         HV, Vd = v.shape[-2], v.shape[-1]
-        # Once per process, at the first extend (SGLang's start-up warm-up request): load every
-        # kernel this adapter can hit, so no later request pays a first load.
-        why = preload(v.device, q.shape[-2], HV, ssm_states.dtype, engine="sglang", log=logger.info)
-        if why is not None:
-            logger.info("qla-serve: no kernels preloaded (%s)", why)
+        if not self._preload_asked:
+            # At the first extend (SGLang's start-up warm-up request): load every kernel this
+            # adapter can hit, so no later request pays a first load (preload acts once a process).
+            self._preload_asked = True
+            why = preload(v.device, q.shape[-2], HV, ssm_states.dtype, engine="sglang", log=logger.info)
+            if why is not None:
+                logger.info("qla-serve: no kernels preloaded (%s)", why)
         plan = self._plan_for(query_start_loc)
         n_tok = plan.total_tokens
         if n_tok > T:
