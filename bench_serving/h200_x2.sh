@@ -22,7 +22,8 @@
 # Every job gets a deadline below the device tool's 600 s; at the end the stage's folder is packed
 # into $OUT/<stage>.tar.gz (the tool returns at most 8 files) beside a short $OUT/<stage>.txt.
 # `python3 bench_serving/kernels.py --merge A/kernels.json B/kernels.json --out DIR` joins the two
-# table parts afterwards. Env: STAGE_S (default 540) = the stage's deadline in seconds.
+# table parts afterwards. Env: STAGE_S (default 540) = the stage's deadline in seconds; for `serve`
+# also SHAPES (default full), MATRIX_ARGS and GPU1_CMD (see the stage).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -71,12 +72,19 @@ tp2)
     bash bench_serving/gpu_vllm_check.sh --ref triton > "$S/check.log" 2>&1
   ;;
 serve)
-  ( CUDA_VISIBLE_DEVICES=0 PRESET=h200-quick SHAPES=full DEADLINE=$(( $(left) - 20 )) OUT="$S/matrix" \
-      bash bench_serving/run_h200.sh ) > "$S/matrix.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 150 )) "$PY" bench_serving/kernels.py \
-    --heads 2/8,4/16,16/48 --budget-s $(( $(left) - 240 )) --out "$S/kernels-b" > "$S/kernels-b.log" 2>&1
-  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernels.py --cp-sweep \
-    --heads 16/32,2/8 --cp-block-v 64 --budget-s $(( $(left) - 40 )) --out "$S/cp-sweep" > "$S/cp-sweep.log" 2>&1
+  # MATRIX_ARGS go to run_h200.sh (e.g. --no-eager for CUDA graphs); GPU1_CMD replaces GPU 1's job
+  # (e.g. a kernel A/B writing under $S), given the seconds left as $GPU1_LEFT.
+  ( CUDA_VISIBLE_DEVICES=0 PRESET=h200-quick SHAPES="${SHAPES:-full}" DEADLINE=$(( $(left) - 20 )) OUT="$S/matrix" \
+      bash bench_serving/run_h200.sh ${MATRIX_ARGS:-} ) > "$S/matrix.log" 2>&1 &
+  if [ -n "${GPU1_CMD:-}" ]; then
+    CUDA_VISIBLE_DEVICES=1 GPU1_LEFT=$(( $(left) - 20 )) S="$S" timeout -k 10 $(( $(left) - 10 )) \
+      bash -c "$GPU1_CMD" > "$S/gpu1.log" 2>&1
+  else
+    CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 150 )) "$PY" bench_serving/kernels.py \
+      --heads 2/8,4/16,16/48 --budget-s $(( $(left) - 240 )) --out "$S/kernels-b" > "$S/kernels-b.log" 2>&1
+    CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernels.py --cp-sweep \
+      --heads 16/32,2/8 --cp-block-v 64 --budget-s $(( $(left) - 40 )) --out "$S/cp-sweep" > "$S/cp-sweep.log" 2>&1
+  fi
   wait
   ;;
 graphs)
