@@ -91,41 +91,37 @@ def make_inputs(seqlens, H, HV, seed=0):
 def qla_fns(x):
     import qla_serve
 
-    plan = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()))
+    dev = torch.device("cuda", torch.cuda.current_device())
+    plan = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
     out = torch.empty_like(x["v"])
     hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
 
-    def kernel():
-        qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
-                              state_indices=x["idx"], cu_seqlens=plan.cu_seqlens, has_initial_state=hinit,
-                              plan=plan, out=out, null_slot=0)
-    kernel.plan = plan      # the plan's choices (V-block, CP partitions) go into the row
-
-    def serving():
-        p = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()))          # host metadata → fresh tables
+    def call(p):
         qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
                               state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
                               plan=p, out=out, null_slot=0)
+
+    def kernel():
+        call(plan)
+    kernel.plan = plan      # the plan's choices (V-block, CP partitions) go into the row
+
+    def serving():
+        call(qla_serve.plan_prefill(x["cu_cpu"], device=dev))     # host metadata → fresh tables
 
     def host_us(reps: int = 20) -> dict:
         """Host (CPU) microseconds per call, GPU work left queued: building a plan, a call with a
         fresh plan, a call with the cached plan. Where these exceed the kernel time, a timing is
         the host's, not the GPU's (the serving column on short rows)."""
-        import time as _t
-
-        dev = torch.device("cuda", torch.cuda.current_device())
         t = {"plan": 0.0, "call_fresh": 0.0, "call_cached": 0.0}
         torch.cuda.synchronize()
         for _ in range(reps):
-            t0 = _t.perf_counter()
+            t0 = time.perf_counter()
             p = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
-            t1 = _t.perf_counter()
-            qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
-                                  state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
-                                  plan=p, out=out, null_slot=0)
-            t2 = _t.perf_counter()
-            kernel()
-            t3 = _t.perf_counter()
+            t1 = time.perf_counter()
+            call(p)
+            t2 = time.perf_counter()
+            call(plan)
+            t3 = time.perf_counter()
             torch.cuda.synchronize()    # host timings only: do not let the queue fill up
             t["plan"] += t1 - t0
             t["call_fresh"] += t2 - t1
