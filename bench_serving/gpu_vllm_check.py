@@ -33,13 +33,19 @@ def prompts(lengths, seed, vocab):
     return [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
 
 
+def visible_devices() -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES as a list, or None when unset (another job may hold the other GPUs)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if visible is None else [d for d in visible.split(",") if d.strip()]
+
+
 def gpu_count() -> int:
-    """GPUs this process may use: CUDA_VISIBLE_DEVICES when set (another job may hold the rest)."""
+    """GPUs this process may use: the visible ones when CUDA_VISIBLE_DEVICES is set."""
     import subprocess
 
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = visible_devices()
     if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
+        return len(visible)
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -101,8 +107,7 @@ def main(argv=None) -> int:
     parallel = args.parallel == "on" or (args.parallel == "auto" and gpu_count() >= 2 * args.tp)
     env_ref, env_qla = dict(env), dict(env)
     if parallel:  # separate GPUs: the engines cannot misjudge each other's memory
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        devices = [d for d in visible.split(",") if d.strip()] if visible else [str(i) for i in range(2 * args.tp)]
+        devices = visible_devices() or [str(i) for i in range(2 * args.tp)]
         env_ref["CUDA_VISIBLE_DEVICES"] = ",".join(devices[:args.tp])
         env_qla["CUDA_VISIBLE_DEVICES"] = ",".join(devices[args.tp:2 * args.tp])
     trace = args.out / "qla-trace.jsonl"
