@@ -11,7 +11,8 @@
 # pins (transformers 5.19.0 and compressed-tensors 0.18.0 as pinned; gguf, orjson; fastapi 0.165.0 +
 # opentelemetry-api, dill and traitlets as in the CPU test venv). The list is the distributions the
 # test's imports load in the CPU venv minus the H200 image's package list (KINDS.md) and the
-# .gpu-vllm pack: dill was missing on the H200 on 2026-11-30 (the test stopped at collection). It prunes what the test never imports
+# .gpu-vllm pack: dill was missing on the H200 on 2026-11-30 (the test stopped at collection).
+# It prunes what the test never imports
 # (multimodal_gen, benchmark, tests other than the kits, the Rust extensions) and packs the tree
 # as .gpu-sglang/site.tar.xz (~13 MB), with .gpu-sglang/prelude.sh that unpacks it on the device.
 # Import-only stand-ins for sgl_kernel and a FlashInfer blocker live in tests/sglang/gpu_stubs/
