@@ -10,7 +10,8 @@
 #
 #   prep   GPU build of every TileLang variant the later stages hit (engine adapters, the GPU tests,
 #          the kernel bench; two pools side by side), the check's random-weight model; then
-#          GPU 0: SGLang adapter test (issue 6) ∥ GPU 1: tests/test_hopper_gpu.py (issue 3).
+#          GPU 0: SGLang adapter test (issue 6) ∥ GPU 1: tests/test_hopper_gpu.py (issue 3); with
+#          AB_ALTS="label=fused_fwd.py ..." both GPUs then A/B those kernels (kernel_ab.sh).
 #   tp1    GPU 0: gpu_vllm_check.sh, qla vs --gdn-prefill-backend triton and flashinfer (issue 5)
 #          ∥ GPU 1: kernels.py, heads 16/32, 8/32, 16/64 (issue 3's table, part A).
 #   tp2    gpu_vllm_check.sh --tp 2 vs triton (issue 5).
@@ -53,11 +54,20 @@ prep)
   p1=$!
   timeout $(( $(left) - 200 )) "$PY" bench_serving/gpu_prebuild.py --processes 16 --block-v 32,64,128 > "$S/prebuild.log" 2>&1 &
   p2=$!
+  # AB_ALTS="label=file ...": alternative walk kernels (kernel_ab.sh) built beside the rest, then
+  # timed against the checkout on both GPUs once their first jobs end: plan's V-block on GPU 0,
+  # forced 128 on GPU 1 (each column of the comparison comes from one GPU); ratios to label AB_REF.
+  [ -n "${AB_ALTS:-}" ] && AB_BUILD_ONLY=1 AB_SKIP_TREE=1 AB_PROCESSES=6 timeout $(( $(left) - 200 )) \
+    bash bench_serving/kernel_ab.sh "$S/ab-build" $AB_ALTS > "$S/ab-build.log" 2>&1
   wait $p2; wait $p1
   echo "builds done at $SECONDS s" >> "$S/prep.log"
-  ( CUDA_VISIBLE_DEVICES=0 OUT="$S/sglang" SGLANG_TEST_TIMEOUT=$(( $(left) - 15 )) bash tests/sglang/run_gpu.sh ) > "$S/sglang.log" 2>&1 &
+  ( CUDA_VISIBLE_DEVICES=0 OUT="$S/sglang" SGLANG_TEST_TIMEOUT=$(( $(left) - 15 )) bash tests/sglang/run_gpu.sh
+    [ -n "${AB_ALTS:-}" ] && CUDA_VISIBLE_DEVICES=0 AB_TESTS=0 AB_BLOCK_V=plan AB_BASE="${AB_REF:-tree}-bvplan" AB_DEADLINE=$(( $(left) - 15 )) \
+      bash bench_serving/kernel_ab.sh "$S/ab-gpu0" $AB_ALTS > "$S/ab-gpu0.log" 2>&1 ) > "$S/sglang.log" 2>&1 &
   CUDA_VISIBLE_DEVICES=1 QLA_ERR_LOG="$S/gpu-test-errors.jsonl" timeout $(( $(left) - 15 )) \
     "$PY" -m pytest -m gpu -s -p no:cacheprovider -rA tests/test_hopper_gpu.py > "$S/gpu-tests.log" 2>&1
+  [ -n "${AB_ALTS:-}" ] && CUDA_VISIBLE_DEVICES=1 AB_TESTS=0 AB_BLOCK_V=128 AB_BASE="${AB_REF:-tree}-bv128" AB_DEADLINE=$(( $(left) - 15 )) \
+    bash bench_serving/kernel_ab.sh "$S/ab-gpu1" $AB_ALTS > "$S/ab-gpu1.log" 2>&1
   wait
   ;;
 tp1)

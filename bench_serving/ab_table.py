@@ -1,0 +1,54 @@
+"""The table of a kernel A/B (bench_serving/kernel_ab.sh): qla_ms per row for every label and V-block,
+and each one's ratio to the checkout's kernel at the plan's V-block ("tree-bvplan", or BASE).
+
+    python bench_serving/ab_table.py OUT [BASE]   # reads OUT/<label>-bv<width>/kernels.json, prints markdown
+"""
+import glob
+import json
+import os
+import sys
+
+
+def main(out: str, base: str = "tree-bvplan") -> None:
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(out, "*-bv*", "kernels.json"))):
+        with open(path) as f:
+            runs[os.path.basename(os.path.dirname(path))] = json.load(f)
+    if not runs:
+        print(f"no kernels.json under {out}")
+        return
+    base = base if base in runs else next(iter(runs))
+    names = [base] + [n for n in runs if n != base]
+    keys = []
+    for r in runs.values():
+        for row in r["rows"]:
+            if (row["heads"], row["mix"]) not in keys:
+                keys.append((row["heads"], row["mix"]))
+    ms = {n: {(row["heads"], row["mix"]): (row.get("qla_ms"), row.get("qla_block_v")) for row in r["rows"]}
+          for n, r in runs.items()}
+    kkt = {(row["heads"], row["mix"]): row.get("qla_kkt_only_ms") for row in runs[base]["rows"]}
+    print(f"# Kernel A/B: qla_ms (V-block the run used), ratio to {base}; 'kkt only' = the run of {base} without the walk\n")
+    print("| heads | lengths | kkt only | " + " | ".join(names) + " |")
+    print("|---|---|---|" + "---|" * len(names))
+    for key in keys:
+        ref = ms[base].get(key, (None, None))[0]
+        cells = []
+        for n in names:
+            t, bv = ms[n].get(key, (None, None))
+            cell = "—" if t is None else f"{t:.3f} ({bv})"
+            if t is not None and ref and n != base:
+                cell += f" ×{t / ref:.2f}"
+            cells.append(cell)
+        k = kkt.get(key)
+        print(f"| {key[0]} | {key[1]} | {'—' if k is None else f'{k:.3f}'} | " + " | ".join(cells) + " |")
+    print("\nAccuracy (2/8, 512+300+77, vs fp64; identical digits = identical outputs):\n")
+    for n in names:
+        acc = runs[n].get("accuracy", {}).get("qla")
+        print(f"- {n}: {json.dumps(acc)}")
+    r0 = runs[base]
+    print(f"\nGPU {r0.get('gpu')}; versions {json.dumps(r0.get('versions'))}; command per run: kernels.py "
+          f"{r0.get('command', '').split('kernels.py', 1)[-1].strip()}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Kernel A/B on one GPU: the checkout's walk kernel against alternative versions of
+# kernels/hopper/fused_fwd.py (e.g. experiment branches), same inputs, same run.
+#
+#   bash bench_serving/kernel_ab.sh OUT LABEL=FILE [LABEL=FILE ...]      # "tree" = the checkout
+#
+# For every label (the checkout first, as "tree") this makes a copy of the package under
+# OUT/site-<label> with that fused_fwd.py and runs with PYTHONPATH=<that copy> (searched before the
+# editable install's finder):
+#   1. the GPU tests (tests/test_hopper_gpu.py, errors vs the fp64 oracle; AB_TESTS=0 skips; AB_TEST_K
+#      selects cases with -k), for every alternative but not for "tree" (AB_TEST_TREE=1 adds it);
+#   2. kernels.py --backends qla on AB_HEADS × AB_MIXES, once per V-block in AB_BLOCK_V ("plan" = the
+#      plan's choice), each run prebuilding its kernels in parallel first.
+# The comparison is OUT/ab.md (bench_serving/ab_table.py: qla_ms per row, label and V-block, ratio
+# to the checkout at the plan's V-block). An alternative file is taken from an untracked or carried path,
+# since the device machine gets the working tree without git history:
+#   git show exp/x:kernels/hopper/fused_fwd.py > .work/ab/x.py      # carry [".work/ab"]
+# AB_BUILD_ONLY=1 only compiles every label's bench kernels into TileLang's disk cache (AB_PROCESSES
+# workers a label, default 8; AB_SKIP_TREE=1 leaves the checkout's to the caller), e.g. beside other builds, so the timed runs later only load them.
+# Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
+# plan's choice, then forced 128), AB_BASE (the ratios' reference run, default tree-bvplan),
+# AB_DEADLINE (seconds for the whole script; rows stop being started past it), PYTHON.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$(mkdir -p "${1:?usage: kernel_ab.sh OUT LABEL=FILE ...}" && cd "$1" && pwd)"
+shift
+PY="${PYTHON:-python3}"
+T_END=$((SECONDS + ${AB_DEADLINE:-540}))
+HEADS="${AB_HEADS:-16/32,2/8}"
+MIXES="${AB_MIXES:-1x32768,8192x4,1024x8,16x512}"
+export FLA_FLASH_QLA=0
+
+make_site() {  # label file → OUT/site-<label>, laid out like the installed package
+  local site="$OUT/site-$1"
+  rm -rf "$site" && mkdir -p "$site"
+  cp -r "$ROOT/qla_serve" "$ROOT/tests" "$ROOT/bench_serving" "$site/"
+  rm -rf "$site/bench_serving/results"
+  cp -r "$ROOT/kernels" "$site/qla_serve/kernels"
+  cp -r "$ROOT/integrations" "$site/qla_serve/integrations"
+  [ -n "$2" ] && cp "$2" "$site/qla_serve/kernels/hopper/fused_fwd.py"
+  (cd / && PYTHONPATH="$site" "$PY" -c "import qla_serve.kernels.hopper.fused_fwd as m, sys; sys.exit(not m.__file__.startswith('$site'))") \
+    || { echo "[ab] $1: the copy is not what imports" >&2; return 1; }
+}
+in_site() {  # label cmd... : run cmd inside that label's copy
+  local site="$OUT/site-$1"; shift
+  (cd "$site" && PYTHONPATH="$site" "$@")
+}
+
+labels=(tree) files=("")
+for a in "$@"; do labels+=("${a%%=*}"); files+=("$(cd "$(dirname "${a#*=}")" && pwd)/$(basename "${a#*=}")"); done
+for i in "${!labels[@]}"; do make_site "${labels[$i]}" "${files[$i]}" || exit 1; done
+# Widths to build: the forced ones, and both the plan chooses between (64, 128) when "plan" is run.
+widths="$(echo ${AB_BLOCK_V:-plan 128} | tr ' ' '\n' | sed 's/^plan$/64\n128/' | sort -nu | paste -sd, -)"
+if [ "${AB_BUILD_ONLY:-0}" = 1 ]; then
+  for l in "${labels[@]}"; do
+    [ "$l" = tree ] && [ "${AB_SKIP_TREE:-0}" = 1 ] && continue     # built by the caller already
+    in_site "$l" "$PY" bench_serving/gpu_prebuild.py --no-tests --heads "$HEADS" --block-v "$widths" \
+      --processes "${AB_PROCESSES:-8}" > "$OUT/build-$l.log" 2>&1 &
+  done
+  wait; tail -qn 1 "$OUT"/build-*.log; rm -rf "$OUT"/site-*
+  exit 0
+fi
+
+for i in "${!labels[@]}"; do
+  l="${labels[$i]}"
+  if [ "${AB_TESTS:-1}" = 1 ] && { [ "$l" != tree ] || [ "${AB_TEST_TREE:-0}" = 1 ]; }; then
+    left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l: no time for the tests"; continue; }
+    in_site "$l" env QLA_ERR_LOG="$OUT/errors-$l.jsonl" timeout $((left - 30)) "$PY" -m pytest -m gpu -s \
+      -p no:cacheprovider -rA ${AB_TEST_K:+-k "$AB_TEST_K"} tests/test_hopper_gpu.py > "$OUT/tests-$l.log" 2>&1
+    echo "[ab] $l tests: $(tail -n 1 "$OUT/tests-$l.log")"
+  fi
+done
+for bv in ${AB_BLOCK_V:-plan 128}; do
+  for l in "${labels[@]}"; do
+    left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l bv=$bv: not started (${left}s left)"; continue; }
+    env_bv=(); [ "$bv" != plan ] && env_bv=(QLA_BLOCK_V="$bv")
+    in_site "$l" env "${env_bv[@]}" timeout $((left - 10)) "$PY" bench_serving/kernels.py --backends qla \
+      --heads "$HEADS" --mixes "$MIXES" --budget-s $((left - 60)) --out "$OUT/$l-bv$bv" > "$OUT/$l-bv$bv.log" 2>&1
+    echo "[ab] $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
+  done
+done
+rm -rf "$OUT"/site-*
+"$PY" "$ROOT/bench_serving/ab_table.py" "$OUT" "${AB_BASE:-tree-bvplan}" > "$OUT/ab.md" && cat "$OUT/ab.md"
