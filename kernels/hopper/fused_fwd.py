@@ -105,7 +105,20 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
 
     @T.macro
     def state_rows(buf, row, bh, v0, S, to_state: bool):
-        if vk:
+        if to_state and buf.dtype == "float32":
+            # An fp32 row loaded straight into S's registers makes ptxas spill at V-block 128
+            # (1 KB a thread; "wgmma serialized due to insufficient register resources"); routed
+            # through an explicit ×1 (exact) it does not. Rows past the buffer read as zero.
+            if row < buf.shape[0]:
+                if vk:
+                    for i, j in T.Parallel(BV, K):
+                        S[i, j] = T.call_extern("float32", "__fmul_rn", buf[row, bh, v0 + i, j], T.float32(1.0))
+                else:
+                    for i, j in T.Parallel(K, BV):
+                        S[i, j] = T.call_extern("float32", "__fmul_rn", buf[row, bh, i, v0 + j], T.float32(1.0))
+            else:
+                T.clear(S)
+        elif vk:
             if to_state:
                 T.copy(buf[row, bh, v0:v0 + BV, 0:K], S)
             else:
@@ -142,6 +155,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         v_s = T.alloc_shared((2, C, BV), in_dtype)
         a_s = T.alloc_shared((2, C, C), in_dtype)
         g_s = T.alloc_shared((2, C), accum)
+        eg_s = T.alloc_shared((2, C), accum)          # e^{γ_j}: WG_U's Aβ diag(e^γ)
+        egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}: WG_U's state-update scaling
         s_s = T.alloc_shared(s_shape, in_dtype)       # S for the products (bf16)
         w_s = T.alloc_shared((C, K), in_dtype)        # −Wₖ
         u_s = T.alloc_shared((C, BV), in_dtype)       # U (for P U)
@@ -164,7 +179,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         u = T.alloc_fragment((C, BV), accum)              # WG_U
         wk = T.alloc_fragment((C, K), accum)
         af = T.alloc_fragment((C, C), accum)
-        glast = T.alloc_local((1,), accum)
         o = T.alloc_fragment((C, BV), accum)              # WG_O
         p = T.alloc_fragment((C, C), accum)
         xf = T.alloc_fragment((C, K), accum)
@@ -220,7 +234,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 # Aβ diag(e^γ) in place (only this warpgroup reads Aβ), then −Wₖ = −(Aβ e^γ) K
                 T.copy(a_s[b, :, :], af)
                 for i, j in T.Parallel(C, C):
-                    af[i, j] = af[i, j] * T.exp(g_s[b, j])
+                    af[i, j] = af[i, j] * eg_s[b, j]
                 T.copy(af, a_s[b, :, :])
                 T.fence_proxy_async()
                 T.sync_threads(BAR_U, 128)
@@ -240,7 +254,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     T.gemm(w_s, s_s, u, clear_accum=False)
                 T.barrier_arrive(s_free)
                 T.barrier_wait(u_free, (c + 1) % 2)
-                glast[0] = g_s[b, C - 1]
                 nvalid = T.min(eos - bos - c * C, C)
                 # Rows past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither P U nor the state.
@@ -249,7 +262,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 if with_output:
                     T.copy(u, u_s)
                 for i, j in T.Parallel(C, BV):
-                    u[i, j] = u[i, j] * T.exp(glast[0] - g_s[b, i])
+                    u[i, j] = u[i, j] * egl_s[b, i]
                 T.copy(u, un_s)
                 T.fence_proxy_async()
                 T.barrier_arrive(u_ready)
@@ -328,9 +341,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         for i, j in T.Parallel(C, BV):
                             v_s[b, i, j] = v[T.min(left + i, NT - 1), bh, v0 + j]
                         T.fence_proxy_async()
-                    # γ: rows past eos repeat the last valid γ, so every exponent stays ≤ 0.
+                    # γ: rows past eos repeat the last valid γ, so every exponent stays ≤ 0. The
+                    # two exponential vectors WG_U scales by are made here, off the chunk chain
+                    # (the same expf of the same argument as per element: bit-identical).
                     for i in T.Parallel(C):
                         g_s[b, i] = gcum[T.min(left + i, eos - 1), bh]
+                        eg_s[b, i] = T.exp(gcum[T.min(left + i, eos - 1), bh])
+                        egl_s[b, i] = T.exp(gcum[T.min(left + C - 1, eos - 1), bh] - gcum[T.min(left + i, eos - 1), bh])
                     T.barrier_arrive(ready[b])
             elif tx < 480:
                 for c in T.serial(nloop):
