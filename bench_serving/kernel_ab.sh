@@ -5,8 +5,8 @@
 #   bash bench_serving/kernel_ab.sh OUT LABEL=FILE [LABEL=FILE ...]      # "tree" = the checkout
 #
 # For every label (the checkout first, as "tree") this makes a copy of the package under
-# OUT/site-<label> with that fused_fwd.py and runs with PYTHONPATH=<that copy> (searched before the
-# editable install's finder):
+# OUT/site-<label> with that fused_fwd.py and runs with that copy first on PYTHONPATH (searched
+# before the editable install's finder; the rest of PYTHONPATH is kept):
 #   1. the GPU tests (tests/test_hopper_gpu.py, errors vs the fp64 oracle; AB_TESTS=0 skips; AB_TEST_K
 #      selects cases with -k), for every alternative but not for "tree" (AB_TEST_TREE=1 adds it);
 #   2. kernels.py --backends qla on AB_HEADS × AB_MIXES, once per V-block in AB_BLOCK_V ("plan" = the
@@ -38,12 +38,12 @@ make_site() {  # label file → OUT/site-<label>, laid out like the installed pa
   cp -r "$ROOT/kernels" "$site/qla_serve/kernels"
   cp -r "$ROOT/integrations" "$site/qla_serve/integrations"
   [ -n "$2" ] && cp "$2" "$site/qla_serve/kernels/hopper/fused_fwd.py"
-  (cd / && PYTHONPATH="$site" "$PY" -c "import qla_serve.kernels.hopper.fused_fwd as m, sys; sys.exit(not m.__file__.startswith('$site'))") \
+  (cd / && PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c "import qla_serve.kernels.hopper.fused_fwd as m, sys; sys.exit(not m.__file__.startswith('$site'))") \
     || { echo "[ab] $1: the copy is not what imports" >&2; return 1; }
 }
-in_site() {  # label cmd... : run cmd inside that label's copy
-  local site="$OUT/site-$1"; shift
-  (cd "$site" && PYTHONPATH="$site" "$@")
+in_site() {  # label cmd... : run cmd inside that label's copy (kept in front of the caller's
+  local site="$OUT/site-$1"; shift          # PYTHONPATH, which brings tilelang on the H200 image)
+  (cd "$site" && PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$@")
 }
 
 labels=(tree) files=("")
