@@ -54,3 +54,28 @@ def test_runner_cpu_smoke(tiny_model_dir, tmp_path, capsys):
     log = capsys.readouterr().out
     assert "healthy after" not in log and "resume:" in log
     assert json.loads((out / "results.json").read_text())["cells"] == report["cells"]
+
+
+def test_warm_up_sends_each_batch_shape_and_a_prefix_hit_batch(monkeypatch):
+    """The warm-up must build what the timed windows will hit: every length alone, each concurrent
+    workload's batch, and for a prefix workload a batch that reuses a prefix cached just before."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    calls = []
+
+    async def fake_drive(url, model, prompts, concurrency, output_len, progress=None):
+        calls.append((prompts, concurrency))
+        return []
+
+    monkeypatch.setattr(serve, "drive", fake_drive)
+    srv = type("Srv", (), {"url": "http://127.0.0.1:1", "served_name": "m"})()
+    workloads = [serve.fixed(256, 1, 2), serve.mixed([32, 96], 3, 3, 6), serve.prefix(64, [16, 48], 2, 3, 6)]
+    serve.warm_up(srv, workloads, seed=1, vocab=100)
+    lengths = sorted(len(p) for p in calls[0][0])
+    assert lengths == [32, 96, 112, 256] and calls[0][1] == 1          # each prompt length alone
+    mixed_batch, cached, prefix_batch = calls[1], calls[2], calls[3]
+    assert mixed_batch[1] == 3 and len(mixed_batch[0]) == 3
+    assert len(cached[0]) == 1 and len(cached[0][0]) == 64              # the prefix, cached first
+    assert prefix_batch[1] == 2 and len(prefix_batch[0]) == 2
+    assert all(p[:64] == cached[0][0] and len(p) - 64 in (16, 48) for p in prefix_batch[0])
