@@ -57,12 +57,13 @@ prep)
   # AB_ALTS="label=file ...": alternative walk kernels (kernel_ab.sh) built beside the rest, then
   # timed against the checkout on both GPUs once their first jobs end: plan's V-block on GPU 0,
   # forced 128 on GPU 1 (each column of the comparison comes from one GPU); ratios to label AB_REF.
-  [ -n "${AB_ALTS:-}" ] && AB_BUILD_ONLY=1 AB_SKIP_TREE=1 AB_PROCESSES=6 timeout $(( $(left) - 200 )) \
+  # AB_TESTS=1 (AB_TEST_K="…" selects cases) also runs the GPU tests on each alternative, on GPU 0.
+  [ -n "${AB_ALTS:-}" ] && AB_BUILD_ONLY=1 AB_TESTS="${AB_TESTS:-0}" AB_SKIP_TREE=1 AB_PROCESSES=6 timeout $(( $(left) - 200 )) \
     bash bench_serving/kernel_ab.sh "$S/ab-build" $AB_ALTS > "$S/ab-build.log" 2>&1
   wait $p2; wait $p1
   echo "builds done at $SECONDS s" >> "$S/prep.log"
   ( CUDA_VISIBLE_DEVICES=0 OUT="$S/sglang" SGLANG_TEST_TIMEOUT=$(( $(left) - 15 )) bash tests/sglang/run_gpu.sh
-    [ -n "${AB_ALTS:-}" ] && CUDA_VISIBLE_DEVICES=0 AB_TESTS=0 AB_BLOCK_V=plan AB_BASE="${AB_REF:-tree}-bvplan" AB_DEADLINE=$(( $(left) - 15 )) \
+    [ -n "${AB_ALTS:-}" ] && CUDA_VISIBLE_DEVICES=0 AB_TESTS="${AB_TESTS:-0}" AB_BLOCK_V=plan AB_BASE="${AB_REF:-tree}-bvplan" AB_DEADLINE=$(( $(left) - 15 )) \
       bash bench_serving/kernel_ab.sh "$S/ab-gpu0" $AB_ALTS > "$S/ab-gpu0.log" 2>&1 ) > "$S/sglang.log" 2>&1 &
   CUDA_VISIBLE_DEVICES=1 QLA_ERR_LOG="$S/gpu-test-errors.jsonl" timeout $(( $(left) - 15 )) \
     "$PY" -m pytest -m gpu -s -p no:cacheprovider -rA tests/test_hopper_gpu.py > "$S/gpu-tests.log" 2>&1

@@ -15,7 +15,8 @@
 # to the checkout at the plan's V-block). An alternative file is taken from an untracked or carried path,
 # since the device machine gets the working tree without git history:
 #   git show exp/x:kernels/hopper/fused_fwd.py > .work/ab/x.py      # carry [".work/ab"]
-# AB_BUILD_ONLY=1 only compiles every label's bench kernels into TileLang's disk cache (AB_PROCESSES
+# AB_BUILD_ONLY=1 only compiles every label's bench kernels (and, unless AB_TESTS=0, the GPU tests'
+# kernels of the alternatives) into TileLang's disk cache (AB_PROCESSES
 # workers a label, default 8; AB_SKIP_TREE=1 leaves the checkout's to the caller), e.g. beside other builds, so the timed runs later only load them.
 # Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
 # plan's choice, then forced 128), AB_BASE (the ratios' reference run, default tree-bvplan),
@@ -54,7 +55,8 @@ widths="$(echo ${AB_BLOCK_V:-plan 128} | tr ' ' '\n' | sed 's/^plan$/64\n128/' |
 if [ "${AB_BUILD_ONLY:-0}" = 1 ]; then
   for l in "${labels[@]}"; do
     [ "$l" = tree ] && [ "${AB_SKIP_TREE:-0}" = 1 ] && continue     # built by the caller already
-    in_site "$l" "$PY" bench_serving/gpu_prebuild.py --no-tests --heads "$HEADS" --block-v "$widths" \
+    tests_flag=--no-tests; [ "${AB_TESTS:-1}" = 1 ] && [ "$l" != tree ] && tests_flag=   # the tests' variants too
+    in_site "$l" "$PY" bench_serving/gpu_prebuild.py $tests_flag --heads "$HEADS" --block-v "$widths" \
       --processes "${AB_PROCESSES:-8}" > "$OUT/build-$l.log" 2>&1 &
   done
   wait; tail -qn 1 "$OUT"/build-*.log; rm -rf "$OUT"/site-*
