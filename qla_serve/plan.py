@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 CHUNK_SIZE = 64
@@ -102,13 +103,19 @@ def plan_prefill(
         raise ValueError(f"cu_seqlens must hold at least 2 entries ([0, T]), got {len(cu)}")
     if cu[0] != 0:
         raise ValueError(f"cu_seqlens must start at 0, got {cu[0]}")
-    seqlens = tuple(b - a for a, b in zip(cu[:-1], cu[1:]))
-    for i, n in enumerate(seqlens):
-        if n < 0:
-            raise ValueError(
-                f"cu_seqlens must be non-decreasing: cu_seqlens[{i + 1}] = {cu[i + 1]} < "
-                f"cu_seqlens[{i}] = {cu[i]}"
-            )
+    # The tables with numpy: a call's host time is part of every serving step (six GDN layers
+    # share one plan), and building the [chunks, 2] table as a Python list of tuples cost
+    # 119 µs for 1×32768 and 182 µs for 256×1+4096 against 43 and 54 µs this way (CPU machine,
+    # device="cpu": the host→device copies come on top).
+    cu_np = np.asarray(cu, dtype=np.int64)
+    lens = np.diff(cu_np)
+    if (lens < 0).any():
+        i = int(np.argmax(lens < 0))
+        raise ValueError(
+            f"cu_seqlens must be non-decreasing: cu_seqlens[{i + 1}] = {cu[i + 1]} < "
+            f"cu_seqlens[{i}] = {cu[i]}"
+        )
+    seqlens = tuple(lens.tolist())
     checked = False
     if state_indices_cpu is not None:
         idx = _as_cpu_int_list("state_indices", state_indices_cpu)
@@ -121,19 +128,19 @@ def plan_prefill(
         check_slot_indices(idx, num_slots, null_slot)
         checked = True
 
-    nchunks = [(n + chunk_size - 1) // chunk_size for n in seqlens]
-    offsets = [0]
-    for c in nchunks:
-        offsets.append(offsets[-1] + c)
-    table = [(i, c) for i, n in enumerate(nchunks) for c in range(n)]
+    nchunks = (lens + chunk_size - 1) // chunk_size
+    offsets = np.zeros(len(cu), dtype=np.int64)
+    np.cumsum(nchunks, out=offsets[1:])
+    table = np.stack([np.repeat(np.arange(len(seqlens), dtype=np.int64), nchunks),
+                      np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], nchunks)], axis=1)
 
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda" and dev.index is None:
         # Tensors report "cuda:0", never bare "cuda": pin the index so device checks compare equal.
         dev = torch.device("cuda", torch.cuda.current_device())
-    cu_cpu = torch.tensor(cu, dtype=torch.int32)
-    off_cpu = torch.tensor(offsets, dtype=torch.int32)
-    tab_cpu = torch.tensor(table, dtype=torch.int32).reshape(-1, 2)
+    cu_cpu = torch.from_numpy(cu_np.astype(np.int32))
+    off_cpu = torch.from_numpy(offsets.astype(np.int32))
+    tab_cpu = torch.from_numpy(table.astype(np.int32))
     pin = dev.type == "cuda"
     to_dev = (lambda t: t.pin_memory().to(dev, non_blocking=True)) if pin else (lambda t: t.to(dev))
     return PrefillPlan(
@@ -141,7 +148,7 @@ def plan_prefill(
         cu_seqlens_cpu=cu_cpu,
         chunk_offsets_cpu=off_cpu,
         total_tokens=cu[-1],
-        num_chunks=offsets[-1],
+        num_chunks=int(offsets[-1]),
         max_seqlen=max(seqlens) if seqlens else 0,
         device=dev,
         cu_seqlens=to_dev(cu_cpu),

@@ -126,6 +126,29 @@ def test_plan_rejects_bad_host_metadata():
     assert plan.chunk_indices.tolist() == [[0, 0], [1, 0], [3, 0], [3, 1], [3, 2]]
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_plan_tables_match_their_definition(seed):
+    """The vectorised tables equal the per-sequence, per-chunk definition (empty sequences, 1-token
+    ones, multiples of 64 and not, a tensor or a list as input)."""
+    gen = torch.Generator().manual_seed(seed)
+    seqlens = [int(x) for x in torch.randint(0, 300, (int(torch.randint(1, 40, (1,), generator=gen)),), generator=gen)]
+    seqlens[0] = 1
+    cu = [0]
+    for n in seqlens:
+        cu.append(cu[-1] + n)
+    for given in (cu, torch.tensor(cu, dtype=torch.int64)):
+        plan = plan_prefill(given)
+        chunks = [(i + 63) // 64 for i in seqlens]
+        assert plan.seqlens == tuple(seqlens) and plan.total_tokens == cu[-1]
+        assert plan.num_chunks == sum(chunks) and plan.max_seqlen == max(seqlens)
+        assert plan.cu_seqlens.dtype == plan.chunk_offsets.dtype == plan.chunk_indices.dtype == torch.int32
+        assert plan.cu_seqlens.tolist() == cu == plan.cu_seqlens_cpu.tolist()
+        assert plan.chunk_offsets.tolist() == [sum(chunks[:i]) for i in range(len(chunks) + 1)]
+        assert plan.chunk_indices.tolist() == [[i, c] for i, n in enumerate(chunks) for c in range(n)]
+    empty = plan_prefill([0, 0])
+    assert empty.num_chunks == 0 and tuple(empty.chunk_indices.shape) == (0, 2)
+
+
 def test_bad_decode_input_is_named_and_pool_untouched():
     q, k, v, g, beta, _ = make_inputs([1, 1], H, HV)
     pool = make_pool(4, HV)
