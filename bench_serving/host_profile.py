@@ -1,0 +1,149 @@
+"""Where a qla-serve prefill call spends its host (CPU) time: planning, the op's validation and
+dispatch, the Hopper path's own glue, and each kernel launch.
+
+    python bench_serving/host_profile.py [--heads 16/32,2/8] [--mixes 1x8192,8192x4,16x512]
+
+Every figure is host microseconds per call (best of 7 repeats of N calls; the GPU queue is drained
+between repeats, never inside one). Parts:
+  plan        plan_prefill from host cu_seqlens (tables + their host→device copies)
+  cp_tables   the CP partition tables for that plan (0 where the plan does not split)
+  api         gdn_prefill's validation and backend choice, the backend stubbed out
+  glue        the Hopper path with every kernel stubbed (variant lookup, buffers, CP orchestration)
+  call        a whole call on the cached plan, kernels launched
+  launches    call − api − glue: what the TileLang launches cost on the host
+On a machine without an sm_90 GPU (or with --stub) the kernels are always stubbed and `call` and
+`launches` are left out: the CPU parts alone, on CPU tensors.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+import qla_serve
+from qla_serve import dispatch, plan_prefill
+from qla_serve.kernels import hopper
+from qla_serve.kernels.hopper import cp
+
+K = V = 128
+SEQLENS = {"1x32768": [32768], "1x8192": [8192], "8192x4": [8192] * 4, "1024x8": [1024] * 8,
+           "16x512": [512] * 16, "256x1+4096": [1] * 256 + [4096]}
+
+
+def best_us(fn, n: int, sync) -> float:
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        sync()
+    return round(best, 1)
+
+
+class _StubBackend:
+    name = "stub"
+
+    def why_not(self, op, call):
+        return None
+
+    def run(self, op, call):
+        pass
+
+
+def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, n: int) -> dict:
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    T_, N = sum(seqlens), len(seqlens)
+    cu = [0]
+    for s in seqlens:
+        cu.append(cu[-1] + s)
+    cu_cpu = torch.tensor(cu, dtype=torch.int32)
+    bf = dict(dtype=torch.bfloat16, device=dev)
+    q = torch.nn.functional.normalize(torch.randn(T_, H, K, device=dev), dim=-1).to(torch.bfloat16)
+    k = torch.nn.functional.normalize(torch.randn(T_, H, K, device=dev), dim=-1).to(torch.bfloat16)
+    v = torch.randn(T_, HV, V, **bf)
+    g = -torch.rand(T_, HV, device=dev)
+    beta = torch.rand(T_, HV, device=dev)
+    out = torch.empty(T_, HV, V, **bf)
+    pool = torch.randn(N + 1, HV, V, K, **bf)
+    idx = torch.arange(1, N + 1, dtype=torch.int32, device=dev)
+    hinit = torch.ones(N, dtype=torch.bool, device=dev)
+    plan = plan_prefill(cu_cpu, device=dev)
+    args = dict(state_pool=pool, state_indices=idx, cu_seqlens=plan.cu_seqlens, plan=plan, out=out,
+                has_initial_state=hinit)
+
+    def call():
+        qla_serve.gdn_prefill(q, k, v, g, beta, **args)
+
+    row = {"heads": f"{H}/{HV}"}
+    row["plan"] = best_us(lambda: plan_prefill(cu_cpu, device=dev), n, sync)
+    row["cp_tables"] = best_us(lambda: cp.plan_cp(plan_prefill(cu_cpu, device=dev), HV, V,
+                                                  hopper.plan_hopper(plan, HV, V)["block_v"]), n, sync)
+    row["cp_tables"] = round(row["cp_tables"] - row["plan"], 1)
+    saved = dispatch.BACKENDS
+    dispatch.BACKENDS = [_StubBackend()]
+    try:
+        row["api"] = best_us(call, n, sync)
+    finally:
+        dispatch.BACKENDS = saved
+    if not stub:
+        call()                              # kernels loaded and the plan's tables cached first
+        row["call"] = best_us(call, n, sync)
+    noop = lambda *a, **kw: None  # noqa: E731
+    patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0: noop}
+    saved_h = {name: getattr(hopper, name) for name in patched}
+    saved_cp = cp.phase_kernels, cp.combine_kernel
+    for name, fn in patched.items():
+        setattr(hopper, name, fn)
+    cp.phase_kernels = lambda var: (noop, noop)
+    cp.combine_kernel = lambda *a, **kw: noop
+    try:
+        row["glue"] = best_us(lambda: hopper.gdn_prefill_hopper(
+            q, k, v, g, beta, state_pool=pool, state_indices=idx, has_initial_state=hinit, plan=plan,
+            scale=K ** -0.5, use_qk_l2norm=False, out=out, state_layout="vk", null_slot=0), n, sync)
+    finally:
+        for name, fn in saved_h.items():
+            setattr(hopper, name, fn)
+        cp.phase_kernels, cp.combine_kernel = saved_cp
+    if "call" in row:
+        row["launches"] = round(row["call"] - row["api"] - row["glue"], 1)
+    choice = plan.kernel_data.get(("hopper", HV, V)) or {}
+    cp_key = next((key for key in plan.kernel_data if key[0] == "hopper-cp"), None)
+    tables = plan.kernel_data.get(cp_key) if cp_key else None
+    row["block_v"] = choice.get("block_v")
+    row["cp_parts"] = list(tables.parts) if tables is not None else None
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--heads", default="16/32,2/8")
+    ap.add_argument("--mixes", default="1x32768,1x8192,8192x4,16x512,256x1+4096")
+    ap.add_argument("--calls", type=int, default=50, help="calls per timed repeat")
+    ap.add_argument("--stub", action="store_true", help="stub the kernels even on a GPU")
+    ap.add_argument("--out", help="write the rows as JSON here")
+    args = ap.parse_args(argv)
+    gpu = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+    dev = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
+    stub = args.stub or not gpu
+    rows = []
+    for hv in args.heads.split(","):
+        H, HV = (int(x) for x in hv.split("/"))
+        for mix in args.mixes.split(","):
+            row = {"mix": mix, **profile(H, HV, SEQLENS[mix], dev, stub, args.calls)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name() if gpu else "cpu", "stubbed": stub,
+                       "torch": torch.__version__, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
