@@ -16,8 +16,9 @@
 # since the device machine gets the working tree without git history:
 #   git show exp/x:kernels/hopper/fused_fwd.py > .work/ab/x.py      # carry [".work/ab"]
 # AB_BUILD_ONLY=1 only compiles every label's bench kernels (and, unless AB_TESTS=0, the GPU tests'
-# kernels of the alternatives) into TileLang's disk cache (AB_PROCESSES
-# workers a label, default 8; AB_SKIP_TREE=1 leaves the checkout's to the caller), e.g. beside other builds, so the timed runs later only load them.
+# kernels of the alternatives) into TileLang's disk cache, AB_PROCESSES workers a label (default 8;
+# AB_SKIP_TREE=1 leaves the checkout's to the caller): beside other builds, so that the timed runs
+# later only load them.
 # Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
 # plan's choice, then forced 128), AB_BASE (the ratios' reference run, default tree-bvplan),
 # AB_DEADLINE (seconds for the whole script; rows stop being started past it), PYTHON.
