@@ -94,11 +94,11 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
             return "the kernels need sm_90"
         if importlib.util.find_spec("tilelang") is None:
             return "tilelang is not installed"
-        name = {torch.float32: "float32", torch.bfloat16: "bfloat16"}.get(pool_dtype)
-        if name is None:
-            return f"no kernel for a {pool_dtype} state pool"
         from .kernels import hopper
 
+        name = hopper.POOL_DTYPES.get(pool_dtype)
+        if name is None:
+            return f"no kernel for a {pool_dtype} state pool"
         variants = hopper.variants_for_heads(num_k_heads, num_v_heads, pool_dtypes=(name,), **ENGINE_AXES[engine])
         t0 = time.perf_counter()
         with torch.cuda.device(device):
