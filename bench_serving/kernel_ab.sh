@@ -8,7 +8,8 @@
 # OUT/site-<label> with that fused_fwd.py and runs with that copy first on PYTHONPATH (searched
 # before the editable install's finder; the rest of PYTHONPATH is kept):
 #   1. the GPU tests (tests/test_hopper_gpu.py, errors vs the fp64 oracle; AB_TESTS=0 skips; AB_TEST_K
-#      selects cases with -k), for every alternative but not for "tree" (AB_TEST_TREE=1 adds it);
+#      selects cases with -k), for every alternative but not for "tree" (AB_TEST_TREE=1 adds it;
+#      AB_TEST_LABELS="a b" limits them to those labels);
 #   2. kernels.py --backends qla on AB_HEADS × AB_MIXES, once per V-block in AB_BLOCK_V ("plan" = the
 #      plan's choice), each run prebuilding its kernels in parallel first.
 # The comparison is OUT/ab.md (bench_serving/ab_table.py: qla_ms per row, label and V-block, ratio
@@ -66,10 +67,11 @@ fi
 
 for i in "${!labels[@]}"; do
   l="${labels[$i]}"
-  if [ "${AB_TESTS:-1}" = 1 ] && { [ "$l" != tree ] || [ "${AB_TEST_TREE:-0}" = 1 ]; }; then
+  tested=1; [ -n "${AB_TEST_LABELS:-}" ] && [[ " $AB_TEST_LABELS " != *" $l "* ]] && tested=0
+  if [ "${AB_TESTS:-1}" = 1 ] && [ $tested = 1 ] && { [ "$l" != tree ] || [ "${AB_TEST_TREE:-0}" = 1 ]; }; then
     left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l: no time for the tests"; continue; }
     in_site "$l" env QLA_ERR_LOG="$OUT/errors-$l.jsonl" timeout $((left - 30)) "$PY" -m pytest -m gpu -s \
-      -p no:cacheprovider -rA ${AB_TEST_K:+-k "$AB_TEST_K"} tests/test_hopper_gpu.py > "$OUT/tests-$l.log" 2>&1
+      -p no:cacheprovider -rA --durations=0 ${AB_TEST_K:+-k "$AB_TEST_K"} tests/test_hopper_gpu.py > "$OUT/tests-$l.log" 2>&1
     echo "[ab] $l tests: $(tail -n 1 "$OUT/tests-$l.log")"
   fi
 done
