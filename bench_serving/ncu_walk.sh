@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Where the walk kernel's time goes, from the hardware counters (Nsight Compute, on the H200):
+#
+#   bash bench_serving/ncu_walk.sh OUT [HEADS] [MIX]          # default 16/32 8192x4
+#
+# Profiles the third call's kernels (kkt_solve and the fused walk; the first two calls load and
+# warm them) of bench_serving/walk_once.py with the full section set and source correlation
+# (TileLang builds with -lineinfo), clocks left alone (--clock-control none, as METHOD.md asks).
+# Writes OUT/walk.ncu-rep and text pages beside it: details.txt (throughputs, occupancy, warp
+# stall reasons per kernel) and source-<kernel>.csv.gz (per SASS line: instructions executed, warp
+# stall samples by reason), which locate the stalls in the generated code (TileLang's
+# device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default ncu), QLA_CP / QLA_BLOCK_V as
+# for kernels.py (QLA_CP=0 is set here unless given: one walk, no CP phases).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$(mkdir -p "${1:?usage: ncu_walk.sh OUT [HEADS] [MIX]}" && cd "$1" && pwd)"
+HEADS="${2:-16/32}"
+MIX="${3:-8192x4}"
+NCU="${NCU:-ncu}"
+export QLA_CP="${QLA_CP:-0}"
+# Two kernels per call (kkt_solve, then the walk): skip the first two calls' four launches.
+"$NCU" --clock-control none --set full --import-source yes --kernel-name regex:'qla_' \
+  --launch-skip 4 --launch-count 2 -f -o "$OUT/walk" \
+  "${PYTHON:-python3}" "$ROOT/bench_serving/walk_once.py" --heads "$HEADS" --mix "$MIX" --calls 3 \
+  > "$OUT/ncu.log" 2>&1
+echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
+"$NCU" --import "$OUT/walk.ncu-rep" --page details > "$OUT/details.txt" 2>&1
+for k in qla_kkt_solve qla_fused_fwd; do
+  "$NCU" --import "$OUT/walk.ncu-rep" --kernel-name "regex:$k" --page source --csv --print-source sass 2>&1 \
+    | gzip > "$OUT/source-$k.csv.gz"
+done
+grep -E "^  qla_|Duration|Registers Per|Achieved Occupancy|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued" \
+  "$OUT/details.txt" | head -60

@@ -1,0 +1,33 @@
+"""Drive qla-serve's Hopper prefill a few times on one benchmark row, for a profiler to watch
+(bench_serving/ncu_walk.sh): the same random inputs as kernels.py, one plan, ``--calls`` calls.
+
+    python bench_serving/walk_once.py --heads 16/32 --mix 8192x4 [--calls 4]
+
+QLA_CP=0 in the environment keeps a long sequence in one walk (no CP phases); QLA_BLOCK_V forces
+the V-block, as in kernels.py."""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import SEQLENS, make_inputs, qla_fns  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--heads", default="16/32")
+    ap.add_argument("--mix", default="8192x4", choices=sorted(SEQLENS))
+    ap.add_argument("--calls", type=int, default=4)
+    args = ap.parse_args()
+    H, HV = (int(x) for x in args.heads.split("/"))
+    kernel, _ = qla_fns(make_inputs(SEQLENS[args.mix], H, HV))
+    for _ in range(args.calls):
+        kernel()
+    torch.cuda.synchronize()
+    print(f"{args.heads} {args.mix}: {args.calls} calls, plan {kernel.plan.kernel_data}")
+
+
+if __name__ == "__main__":
+    main()
