@@ -7,7 +7,7 @@
 # warm them) of bench_serving/walk_once.py with the full section set and source correlation
 # (TileLang builds with -lineinfo), clocks left alone (--clock-control none, as METHOD.md asks).
 # Writes OUT/walk.ncu-rep and text pages beside it: details.txt (throughputs, occupancy, warp
-# stall reasons per kernel) and source-<kernel>.csv.gz (per SASS line: instructions executed, warp
+# state statistics per kernel), raw.csv.gz (every metric) and source-<kernel>.csv.gz (per SASS line: instructions executed, warp
 # stall samples by reason), which locate the stalls in the generated code (TileLang's
 # device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default ncu), QLA_CP / QLA_BLOCK_V as
 # for kernels.py (QLA_CP=0 is set here unless given: one walk, no CP phases).
@@ -25,6 +25,8 @@ export QLA_CP="${QLA_CP:-0}"
   > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
 "$NCU" --import "$OUT/walk.ncu-rep" --page details > "$OUT/details.txt" 2>&1
+# Every metric collected, per kernel (the warp-stall breakdown is smsp__pcsamp_warps_issue_stalled_*).
+"$NCU" --import "$OUT/walk.ncu-rep" --page raw --csv 2>&1 | gzip > "$OUT/raw.csv.gz"
 for k in qla_kkt_solve qla_fused_fwd; do
   "$NCU" --import "$OUT/walk.ncu-rep" --kernel-name "regex:$k" --page source --csv --print-source sass 2>&1 \
     | gzip > "$OUT/source-$k.csv.gz"
