@@ -1,0 +1,64 @@
+"""Write copies of the RS walk kernel (exp/rs-walk's kernels/hopper/fused_fwd.py) with one stage left
+out, to place the walk's time by difference when hardware counters are not available (the device
+notes' advice: "time variants that leave one stage out or do it twice, and take differences").
+
+    python bench_serving/walk_ablations.py FUSED_FWD.py OUTDIR       # writes OUTDIR/<name>.py
+    bash bench_serving/kernel_ab.sh OUT nowp=OUTDIR/nowp.py ...      # AB_TESTS=0: outputs are wrong
+
+Variants (every one but ``fast`` computes wrong results by design; time them, never test them):
+  nowp      WG_P makes neither −Wₖ nor P (its barriers still run): is WG_P the throughput limit?
+  noout     the consumer skips the output GEMMs and the O tile write: the output's share of the chain
+  noostore  only the transposed Oᵀ → O-tile write is skipped (shared-memory store cost)
+  noupdate  the state update GEMM is skipped (X only decays): the chain's last GEMM
+  fast      TileLang fast math (approximate exp): a real candidate, accuracy to be checked by the tests
+Each edit is an exact text replacement; a missing pattern stops the script (the kernel changed).
+"""
+import argparse
+import os
+import sys
+
+_WP_START = "                # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)\n"
+_WP_END = "                T.fence_proxy_async()\n                T.barrier_arrive(w_ready[b])\n"
+_OUT_START = ("            if with_output:\n"
+              "                # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)\n")
+_OUT_END = "                T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)\n"
+_OSTORE = ("                for i, j in T.Parallel(R, C):\n"
+           "                    o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)\n")
+_UPDATE = "            T.gemm(un, k_s[b, :, :], X, clear_accum=False)\n"
+_FAST = "PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,"
+
+
+def _cut(src: str, start: str, end: str, keep_end: bool) -> str:
+    a = src.index(start)
+    b = src.index(end, a)
+    return src[:a] + (src[b:] if keep_end else src[b + len(end):])
+
+
+def variants(src: str) -> dict[str, str]:
+    for pat in (_WP_START, _WP_END, _OUT_START, _OUT_END, _OSTORE, _UPDATE, _FAST):
+        if src.count(pat) != 1:
+            raise ValueError(f"pattern found {src.count(pat)} times, expected once: {pat.strip()[:70]!r}")
+    return {
+        "nowp": _cut(src, _WP_START, _WP_END, keep_end=True),
+        "noout": _cut(src, _OUT_START, _OUT_END, keep_end=False).replace(_OSTORE, ""),
+        "noostore": src.replace(_OSTORE, ""),
+        "noupdate": src.replace(_UPDATE, ""),
+        "fast": src.replace(_FAST, _FAST.replace("False", "True")),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kernel", help="the RS walk's fused_fwd.py")
+    ap.add_argument("outdir")
+    args = ap.parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    for name, text in variants(open(args.kernel).read()).items():
+        with open(os.path.join(args.outdir, f"{name}.py"), "w") as f:
+            f.write(text)
+        print(os.path.join(args.outdir, f"{name}.py"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
