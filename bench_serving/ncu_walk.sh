@@ -24,7 +24,7 @@ export QLA_CP="${QLA_CP:-0}"
   "${PYTHON:-python3}" "$ROOT/bench_serving/walk_once.py" --heads "$HEADS" --mix "$MIX" --calls 3 \
   > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
-"$NCU" --import "$OUT/walk.ncu-rep" --page details > "$OUT/details.txt" 2>&1
+"$NCU" --import "$OUT/walk.ncu-rep" --page details --print-details all > "$OUT/details.txt" 2>&1
 # Every metric collected, per kernel (the warp-stall breakdown is smsp__pcsamp_warps_issue_stalled_*).
 "$NCU" --import "$OUT/walk.ncu-rep" --page raw --csv 2>&1 | gzip > "$OUT/raw.csv.gz"
 for k in qla_kkt_solve qla_fused_fwd; do
