@@ -7,9 +7,9 @@
 # warm them) of bench_serving/walk_once.py with the full section set and source correlation
 # (TileLang builds with -lineinfo), clocks left alone (--clock-control none, as METHOD.md asks).
 # Writes OUT/walk.ncu-rep and text pages beside it: details.txt (throughputs, occupancy, warp
-# state statistics per kernel), raw.csv.gz (every metric) and source-<kernel>.csv.gz (per SASS line: instructions executed, warp
-# stall samples by reason), which locate the stalls in the generated code (TileLang's
-# device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default ncu), QLA_CP / QLA_BLOCK_V as
+# state statistics per kernel), raw.csv.gz (every metric) and source-<kernel>.csv.gz (per SASS
+# line: instructions executed, warp stall samples by reason), which locate the stalls in the
+# generated code (TileLang's device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default ncu), QLA_CP / QLA_BLOCK_V as
 # for kernels.py (QLA_CP=0 is set here unless given: one walk, no CP phases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
