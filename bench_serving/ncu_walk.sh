@@ -9,8 +9,9 @@
 # Writes OUT/walk.ncu-rep and text pages beside it: details.txt (throughputs, occupancy, warp
 # state statistics per kernel), raw.csv.gz (every metric) and source-<kernel>.csv.gz (per SASS
 # line: instructions executed, warp stall samples by reason), which locate the stalls in the
-# generated code (TileLang's device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default ncu), QLA_CP / QLA_BLOCK_V as
-# for kernels.py (QLA_CP=0 is set here unless given: one walk, no CP phases).
+# generated code (TileLang's device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default
+# ncu), QLA_CP / QLA_BLOCK_V as for kernels.py (QLA_CP=0 is set here unless given: one walk, no CP
+# phases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$(mkdir -p "${1:?usage: ncu_walk.sh OUT [HEADS] [MIX]}" && cd "$1" && pwd)"
