@@ -56,15 +56,18 @@ import tilelang.language as T
 
 CHUNK = 64
 # Every cross-warpgroup hazard is ordered by the mbarriers below and every hazard inside a
-# warpgroup by an explicit named barrier (BAR_U, BAR_O), so TileLang's automatic shared-memory
-# sync pass is off: it cannot prove the warpgroup branches warp-uniform and refuses the kernel.
+# warpgroup by an explicit named barrier (BAR_P), so TileLang's automatic shared-memory sync pass
+# is off: it cannot prove the warpgroup branches warp-uniform and refuses the kernel.
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,
                 tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
-BAR_U, BAR_O = 2, 3      # named barrier ids (0 is __syncthreads) for WG_U's and WG_O's 128 threads
-THREADS = 512
-# Register split across the warpgroups (setmaxnreg; 512 threads share 64K registers):
-# WG_S holds S ([BV, K] fp32: 128 registers a thread at BV = 128), WG_U holds U₀ and Wₖ.
-NREG_S, NREG_U, NREG_O, NREG_IO = 168, 160, 128, 32
+BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
+WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
+# Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
+# threads × (registers at launch: 65536 / threads, rounded down to 8) and the split must fit in it.
+# A consumer holds X fp32 [64, 128] (64 a thread), its bf16 copy (32), Uᵀ (32), Oᵀ (32), Uᵀ bf16 (16).
+# WG_IO needs 32 (at 24 its loader warps spill).
+NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 32 ≤ 3 × 168
+        128: (176, 128, 32)}          # 512 threads, 128 at launch: 2 × 176 + 128 + 32 ≤ 4 × 128
 
 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
@@ -74,15 +77,22 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
 
     ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
     stores vectorise (an engine's q/k/v views of its packed qkv buffer have one fixed stride per
-    model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc)."""
+    model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc).
+    ``block_v`` 64 or 128 (one or two consumer warpgroups); 32 raises ValueError in this version."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
-    if K != 128 or V % block_v or block_v not in (32, 64, 128):
-        raise ValueError(f"unsupported K={K}, V={V}, block_v={block_v}")
+    if K != 128 or V % block_v or block_v not in (64, 128):
+        raise ValueError(f"unsupported K={K}, V={V}, block_v={block_v} (the RS walk takes V-blocks 64 and 128)")
     C = CHUNK
     G = HV // H
     BV = block_v
     NV = V // BV
+    NW = BV // WG_ROWS              # consumer warpgroups, 64 V rows each
+    R = WG_ROWS
+    P0 = NW * 128                   # first thread of WG_P
+    IO0 = P0 + 128                  # first thread of WG_IO
+    threads = IO0 + 128
+    nreg_c, nreg_p, nreg_io = NREG[BV]
     vk = state_layout == "vk"
     with_output = phase != 1
     NT = T.dynamic("num_tokens")
@@ -97,37 +107,38 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     pool_shape = (NP, HV, V, K) if vk else (NP, HV, K, V)
     pool_strides = (sp, V * K, K if vk else V, 1)
     state_shape = (V, K) if vk else (K, V)
-    s_shape = (BV, K) if vk else (K, BV)
-    # Arrive counts: consumers of the input buffers, of S in shared and of U in shared.
-    n_data = 384 if (with_output or use_qk_l2norm) else 256
-    n_s = 256 if with_output else 128
-    n_u = 256 if with_output else 128
+    n_free = NW * 128 + 128         # consumers and WG_P release an input buffer
 
     @T.macro
-    def state_rows(buf, row, bh, v0, S, to_state: bool):
-        if to_state and buf.dtype == "float32":
-            # An fp32 row loaded straight into S's registers makes ptxas spill at V-block 128
-            # (1 KB a thread; "wgmma serialized due to insufficient register resources"); routed
-            # through an explicit ×1 (exact) it does not. Rows past the buffer read as zero.
+    def load_x(buf, row, bh, v0w, X):
+        """X [R, K] (= Sᵀ rows v0w …, "vk" orientation) from buf[row, bh] (any layout, any dtype)."""
+        if buf.dtype == "float32":
+            # An fp32 row loaded straight into the state's registers made ptxas spill in the
+            # previous walk; routed through an explicit ×1 (exact) it did not. Rows past the
+            # buffer read as zero.
             if row < buf.shape[0]:
                 if vk:
-                    for i, j in T.Parallel(BV, K):
-                        S[i, j] = T.call_extern("float32", "__fmul_rn", buf[row, bh, v0 + i, j], T.float32(1.0))
+                    for i, j in T.Parallel(R, K):
+                        X[i, j] = T.call_extern("float32", "__fmul_rn", buf[row, bh, v0w + i, j], T.float32(1.0))
                 else:
-                    for i, j in T.Parallel(K, BV):
-                        S[i, j] = T.call_extern("float32", "__fmul_rn", buf[row, bh, i, v0 + j], T.float32(1.0))
+                    for i, j in T.Parallel(R, K):
+                        X[i, j] = T.call_extern("float32", "__fmul_rn", buf[row, bh, j, v0w + i], T.float32(1.0))
             else:
-                T.clear(S)
+                T.clear(X)
         elif vk:
-            if to_state:
-                T.copy(buf[row, bh, v0:v0 + BV, 0:K], S)
-            else:
-                T.copy(S, buf[row, bh, v0:v0 + BV, 0:K])
+            T.copy(buf[row, bh, v0w:v0w + R, 0:K], X)
         else:
-            if to_state:
-                T.copy(buf[row, bh, 0:K, v0:v0 + BV], S)
-            else:
-                T.copy(S, buf[row, bh, 0:K, v0:v0 + BV])
+            for i, j in T.Parallel(R, K):
+                X[i, j] = T.cast(buf[row, bh, j, v0w + i], accum)
+
+    @T.macro
+    def store_x(buf, row, bh, v0w, X):
+        if vk:
+            T.copy(X, buf[row, bh, v0w:v0w + R, 0:K])
+        else:
+            # "kv": the transposed store (strided; once per sequence)
+            for i, j in T.Parallel(R, K):
+                buf[row, bh, j, v0w + i] = T.cast(X[i, j], buf.dtype)
 
     @T.macro
     def l2norm_rows(x_s, xf, rn):
@@ -142,184 +153,170 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, x_s)
 
     @T.macro
+    def consumer(w, X, Xb, uT, ub, un, oT, decay, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s, p_s, o_s,
+                 ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst, dst_row, bos, eos, nloop,
+                 init_mode, do_store, transition):
+        """Consumer warpgroup w: V rows v0 + 64w … of the block. Its chain, per chunk, in registers:
+        Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K; beside it Oᵀ."""
+        v0w = v0 + w * R
+        T.set_max_nreg(nreg_c, 1)
+        if init_mode == 1:
+            load_x(src, src_row, bh, v0w, X)
+        elif init_mode == 2:
+            # the identity S = I (CP transition rows): X[v, k] = (v0w + v == k)
+            for i, j in T.Parallel(R, K):
+                X[i, j] = T.if_then_else(v0w + i == j, 1.0, 0.0)
+        else:
+            T.clear(X)
+        for c in T.serial(nloop):
+            b = c % 2
+            T.barrier_wait(ready[b], (c // 2) % 2)
+            T.copy(X, Xb)                                   # the state as the bf16 A operand
+            # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
+            if transition:
+                T.clear(uT)
+            else:
+                T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
+            T.barrier_wait(w_ready[b], (c // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
+            # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
+            T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+            # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
+            # product) so they reach neither Uᵀ Pᵀ nor the state.
+            nvalid = T.min(eos - bos - c * C, C)
+            for i, j in T.Parallel(R, C):
+                uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+            if with_output:
+                T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
+            for i, j in T.Parallel(R, C):
+                uT[i, j] = uT[i, j] * egl_s[b, j]
+            T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
+            # γ of the chunk's last valid token (the loader pads a short chunk with it)
+            decay[0] = T.exp(g_s[b, C - 1])
+            for i, j in T.Parallel(R, K):
+                X[i, j] = X[i, j] * decay[0]
+            # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
+            T.gemm(un, k_s[b, :, :], X, clear_accum=False)
+            if with_output:
+                # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
+                T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(R, C):
+                    oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
+                T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
+            T.barrier_arrive(w_free[b])
+            T.barrier_arrive(free[b])
+            if with_output:
+                T.barrier_wait(o_free, (c + 1) % 2)
+                # Oᵀ written transposed into the O tile for the store warp
+                for i, j in T.Parallel(R, C):
+                    o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)
+                T.fence_proxy_async()       # the store warp may read o_s with TMA
+                T.barrier_arrive(o_ready)
+        if do_store:
+            store_x(dst, dst_row, bh, v0w, X)
+
+    @T.macro
     def walk(bv, bh, q, k, v, gcum, a, out, src, src_row, dst, dst_row, bos, eos, nloop, init_mode, do_store,
              transition):
-        """The four-warpgroup chunk walk of one (V block, head, sequence) — see the module doc.
+        """The chunk walk of one (V block, head, sequence) — see the module doc.
         init_mode: 0 zero start, 1 start from src[src_row], 2 identity (CP transition rows).
-        do_store: write the final S to dst[dst_row]. transition: V ≡ 0 (CP phase 1)."""
+        do_store: write the final state to dst[dst_row]. transition: V ≡ 0 (CP phase 1)."""
         v0 = bv * BV
         hk = bh // G
 
         q_s = T.alloc_shared((2, C, K), in_dtype)
         k_s = T.alloc_shared((2, C, K), in_dtype)
-        v_s = T.alloc_shared((2, C, BV), in_dtype)
+        v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
         a_s = T.alloc_shared((2, C, C), in_dtype)
         g_s = T.alloc_shared((2, C), accum)
-        eg_s = T.alloc_shared((2, C), accum)          # e^{γ_j}: WG_U's Aβ diag(e^γ)
-        egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}: WG_U's state-update scaling
-        s_s = T.alloc_shared(s_shape, in_dtype)       # S for the products (bf16)
-        w_s = T.alloc_shared((C, K), in_dtype)        # −Wₖ
-        u_s = T.alloc_shared((C, BV), in_dtype)       # U (for P U)
-        un_s = T.alloc_shared((C, BV), in_dtype)      # e^{γ_C − γ} ⊙ U (for the state update)
-        p_s = T.alloc_shared((C, C), in_dtype)
+        eg_s = T.alloc_shared((2, C), accum)          # e^{γ_j}
+        egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}
+        w_s = T.alloc_shared((2, C, K), in_dtype)     # −Wₖ (WG_P → consumers, double-buffered)
+        p_s = T.alloc_shared((2, C, C), in_dtype)     # P = scale · (Q Kᵀ ⊙ D_incl)
         o_s = T.alloc_shared((C, BV), in_dtype)
 
         ready = T.alloc_barrier(arrive_count=[96, 96])
-        free = T.alloc_barrier(arrive_count=[n_data, n_data])
-        s_ready = T.alloc_barrier(arrive_count=128)
-        s_free = T.alloc_barrier(arrive_count=n_s)
-        u_ready = T.alloc_barrier(arrive_count=128)
-        u_free = T.alloc_barrier(arrive_count=n_u)
-        o_ready = T.alloc_barrier(arrive_count=128)
+        free = T.alloc_barrier(arrive_count=[n_free, n_free])
+        w_ready = T.alloc_barrier(arrive_count=[128, 128])
+        w_free = T.alloc_barrier(arrive_count=[NW * 128, NW * 128])
+        o_ready = T.alloc_barrier(arrive_count=NW * 128)
         o_free = T.alloc_barrier(arrive_count=32)
-        qk_ready = T.alloc_barrier(arrive_count=128)      # l2norm variants: q, k normalised in place
 
-        S = T.alloc_fragment(s_shape, accum)              # WG_S
-        decay = T.alloc_local((1,), accum)
-        u = T.alloc_fragment((C, BV), accum)              # WG_U
+        X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
+        Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
+        uT0 = T.alloc_fragment((R, C), accum)
+        ub0 = T.alloc_fragment((R, C), in_dtype)          # Uᵀ (bf16) for the output
+        un0 = T.alloc_fragment((R, C), in_dtype)          # e^{γ_C−γ} ⊙ Uᵀ (bf16) for the state
+        oT0 = T.alloc_fragment((R, C), accum)
+        decay0 = T.alloc_local((1,), accum)
+        X1 = T.alloc_fragment((R, K), accum)              # consumer 1 (V-block 128)
+        Xb1 = T.alloc_fragment((R, K), in_dtype)
+        uT1 = T.alloc_fragment((R, C), accum)
+        ub1 = T.alloc_fragment((R, C), in_dtype)
+        un1 = T.alloc_fragment((R, C), in_dtype)
+        oT1 = T.alloc_fragment((R, C), accum)
+        decay1 = T.alloc_local((1,), accum)
+        afb = T.alloc_fragment((C, C), in_dtype)          # WG_P: Aβ diag(e^γ), the A operand of Wₖ
         wk = T.alloc_fragment((C, K), accum)
-        af = T.alloc_fragment((C, C), accum)
-        o = T.alloc_fragment((C, BV), accum)              # WG_O
         p = T.alloc_fragment((C, C), accum)
         xf = T.alloc_fragment((C, K), accum)
         rn = T.alloc_fragment((C,), accum)
 
         tx = T.get_thread_binding()
-        if tx < 128:
-            # ---------------- WG_S: the state ----------------
-            T.set_max_nreg(NREG_S, 1)
-            if init_mode == 1:
-                state_rows(src, src_row, bh, v0, S, True)
-            elif init_mode == 2:
-                if vk:
-                    for i, j in T.Parallel(BV, K):
-                        S[i, j] = T.if_then_else(v0 + i == j, 1.0, 0.0)
-                else:
-                    for i, j in T.Parallel(K, BV):
-                        S[i, j] = T.if_then_else(i == v0 + j, 1.0, 0.0)
+        if tx < P0:
+            if NW == 1:
+                consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s,
+                         p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst, dst_row, bos,
+                         eos, nloop, init_mode, do_store, transition)
             else:
-                T.clear(S)
+                if tx < 128:
+                    consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst,
+                             dst_row, bos, eos, nloop, init_mode, do_store, transition)
+                else:
+                    consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst,
+                             dst_row, bos, eos, nloop, init_mode, do_store, transition)
+        elif tx < IO0:
+            # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
+            T.set_max_nreg(nreg_p, 1)
             for c in T.serial(nloop):
                 b = c % 2
                 T.barrier_wait(ready[b], (c // 2) % 2)
-                T.barrier_wait(s_free, (c + 1) % 2)
-                T.copy(S, s_s)
-                T.fence_proxy_async()
-                T.barrier_arrive(s_ready)
-                # γ of the chunk's last valid token (the loaders pad a short chunk with it)
-                decay[0] = T.exp(g_s[b, C - 1])
-                for i, j in T.Parallel(s_shape[0], s_shape[1]):
-                    S[i, j] = S[i, j] * decay[0]
-                T.barrier_wait(u_ready, c % 2)
-                if vk:
-                    T.gemm(un_s, k_s[b, :, :], S, transpose_A=True, clear_accum=False)
-                else:
-                    T.gemm(k_s[b, :, :], un_s, S, transpose_A=True, clear_accum=False)
-                T.barrier_arrive(u_free)
-                T.barrier_arrive(free[b])
-            if do_store:
-                state_rows(dst, dst_row, bh, v0, S, False)
-
-        elif tx < 256:
-            # ---------------- WG_U: U = U₀ − Wₖ S ----------------
-            T.set_max_nreg(NREG_U, 1)
-            for c in T.serial(nloop):
-                b = c % 2
-                T.barrier_wait(ready[b], (c // 2) % 2)
-                # U₀ = Aβ V
-                if transition:
-                    T.clear(u)
-                else:
-                    T.gemm(a_s[b, :, :], v_s[b, :, :], u, clear_accum=True)
-                # Aβ diag(e^γ) in place (only this warpgroup reads Aβ), then −Wₖ = −(Aβ e^γ) K
-                T.copy(a_s[b, :, :], af)
-                for i, j in T.Parallel(C, C):
-                    af[i, j] = af[i, j] * eg_s[b, j]
-                T.copy(af, a_s[b, :, :])
-                T.fence_proxy_async()
-                T.sync_threads(BAR_U, 128)
                 if use_qk_l2norm:
-                    T.barrier_wait(qk_ready, c % 2)       # WG_O has normalised k in place
-                T.gemm(a_s[b, :, :], k_s[b, :, :], wk, clear_accum=True)
+                    l2norm_rows(q_s[b, :, :], xf, rn)
+                    l2norm_rows(k_s[b, :, :], xf, rn)
+                    T.fence_proxy_async()
+                    T.sync_threads(BAR_P, 128)
+                T.barrier_wait(w_free[b], (c // 2 + 1) % 2)
+                # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)
+                for i, j in T.Parallel(C, C):
+                    afb[i, j] = T.cast(T.cast(a_s[b, i, j], accum) * eg_s[b, j], in_dtype)
+                T.gemm(afb, k_s[b, :, :], wk, clear_accum=True)
                 for i, j in T.Parallel(C, K):
-                    wk[i, j] = -wk[i, j]
-                T.copy(wk, w_s)
-                T.fence_proxy_async()
-                T.sync_threads(BAR_U, 128)
-                T.barrier_wait(s_ready, c % 2)
-                # U = U₀ + (−Wₖ) S
-                if vk:
-                    T.gemm(w_s, s_s, u, transpose_B=True, clear_accum=False)
-                else:
-                    T.gemm(w_s, s_s, u, clear_accum=False)
-                T.barrier_arrive(s_free)
-                T.barrier_wait(u_free, (c + 1) % 2)
-                nvalid = T.min(eos - bos - c * C, C)
-                # Rows past eos came from the next sequence's Aβ: zero them (a select, not a
-                # product) so they reach neither P U nor the state.
-                for i, j in T.Parallel(C, BV):
-                    u[i, j] = T.if_then_else(i < nvalid, u[i, j], 0.0)
+                    w_s[b, i, j] = T.cast(-wk[i, j], in_dtype)
                 if with_output:
-                    T.copy(u, u_s)
-                for i, j in T.Parallel(C, BV):
-                    u[i, j] = u[i, j] * egl_s[b, i]
-                T.copy(u, un_s)
+                    # P = scale · (Q Kᵀ ⊙ D_incl)
+                    T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)
+                    for i, j in T.Parallel(C, C):
+                        p_s[b, i, j] = T.cast(
+                            T.if_then_else(j <= i, p[i, j] * (scale * T.exp(g_s[b, i] - g_s[b, j])), 0.0), in_dtype)
                 T.fence_proxy_async()
-                T.barrier_arrive(u_ready)
+                T.barrier_arrive(w_ready[b])
                 T.barrier_arrive(free[b])
-
-        elif tx < 384:
-            # ---------------- WG_O: l2norm of q, k (if asked) and the output ----------------
-            T.set_max_nreg(NREG_O, 1)
-            if with_output or use_qk_l2norm:
-                for c in T.serial(nloop):
-                    b = c % 2
-                    T.barrier_wait(ready[b], (c // 2) % 2)
-                    if use_qk_l2norm:
-                        l2norm_rows(q_s[b, :, :], xf, rn)
-                        l2norm_rows(k_s[b, :, :], xf, rn)
-                        T.fence_proxy_async()
-                        T.sync_threads(BAR_O, 128)
-                        T.barrier_arrive(qk_ready)
-                    if with_output:
-                        # P = scale · (Q Kᵀ ⊙ D_incl)
-                        T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)
-                        for i, j in T.Parallel(C, C):
-                            p[i, j] = T.if_then_else(j <= i, p[i, j] * (scale * T.exp(g_s[b, i] - g_s[b, j])), 0.0)
-                        T.copy(p, p_s)
-                        T.fence_proxy_async()
-                        T.sync_threads(BAR_O, 128)
-                        T.barrier_wait(s_ready, c % 2)
-                        # O = scale · e^γ ⊙ (Q S) + P U
-                        if vk:
-                            T.gemm(q_s[b, :, :], s_s, o, transpose_B=True, clear_accum=True)
-                        else:
-                            T.gemm(q_s[b, :, :], s_s, o, clear_accum=True)
-                        T.barrier_arrive(s_free)
-                        for i, j in T.Parallel(C, BV):
-                            o[i, j] = o[i, j] * (scale * T.exp(g_s[b, i]))
-                        T.barrier_wait(u_ready, c % 2)
-                        T.gemm(p_s, u_s, o, clear_accum=False)
-                        T.barrier_arrive(u_free)
-                    T.barrier_arrive(free[b])
-                    if with_output:
-                        T.barrier_wait(o_free, (c + 1) % 2)
-                        T.copy(o, o_s)
-                        T.fence_proxy_async()       # the store warp may read o_s with TMA
-                        T.barrier_arrive(o_ready)
 
         else:
             # ---------------- WG_IO: loads and the output store ----------------
-            T.set_max_nreg(NREG_IO, 0)
+            T.set_max_nreg(nreg_io, 0)
             # Branch on tx ranges (not a computed warp id): TileLang partitions each branch's
             # parallel loops over exactly the threads of that range.
-            if tx < 416:
+            if tx < IO0 + 32:
                 for c in T.serial(nloop):
                     b = c % 2
                     left = bos + c * C
                     T.barrier_wait(free[b], (c // 2 + 1) % 2)
                     # Whole chunks, also a sequence's last one: rows past eos hold the next
-                    # sequence's (finite) data or TMA's zero fill; WG_U zeroes those rows of U.
+                    # sequence's (finite) data or TMA's zero fill; the consumers zero those
+                    # columns of Uᵀ.
                     if tma_qk:
                         T.tma_copy(q[left:left + C, hk, 0:K], q_s[b, :, :], barrier=ready[b])
                         T.tma_copy(k[left:left + C, hk, 0:K], k_s[b, :, :], barrier=ready[b])
@@ -330,26 +327,28 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                             k_s[b, i, j] = k[T.min(left + i, NT - 1), hk, j]
                         T.fence_proxy_async()
                     T.barrier_arrive(ready[b])
-            elif tx < 448:
+            elif tx < IO0 + 64:
                 for c in T.serial(nloop):
                     b = c % 2
                     left = bos + c * C
                     T.barrier_wait(free[b], (c // 2 + 1) % 2)
-                    if tma_v:
-                        T.tma_copy(v[left:left + C, bh, v0:v0 + BV], v_s[b, :, :], barrier=ready[b])
-                    else:
-                        for i, j in T.Parallel(C, BV):
-                            v_s[b, i, j] = v[T.min(left + i, NT - 1), bh, v0 + j]
+                    for w in T.unroll(NW):
+                        if tma_v:
+                            T.tma_copy(v[left:left + C, bh, v0 + w * R:v0 + w * R + R], v_s[b, w, :, :],
+                                       barrier=ready[b])
+                        else:
+                            for i, j in T.Parallel(C, R):
+                                v_s[b, w, i, j] = v[T.min(left + i, NT - 1), bh, v0 + w * R + j]
+                    if not tma_v:
                         T.fence_proxy_async()
                     # γ: rows past eos repeat the last valid γ, so every exponent stays ≤ 0. The
-                    # two exponential vectors WG_U scales by are made here, off the chunk chain
-                    # (the same expf of the same argument as per element: bit-identical).
+                    # two exponential vectors the chain scales by are made here, off the chain.
                     for i in T.Parallel(C):
                         g_s[b, i] = gcum[T.min(left + i, eos - 1), bh]
                         eg_s[b, i] = T.exp(gcum[T.min(left + i, eos - 1), bh])
                         egl_s[b, i] = T.exp(gcum[T.min(left + C - 1, eos - 1), bh] - gcum[T.min(left + i, eos - 1), bh])
                     T.barrier_arrive(ready[b])
-            elif tx < 480:
+            elif tx < IO0 + 96:
                 for c in T.serial(nloop):
                     b = c % 2
                     left = bos + c * C
@@ -393,7 +392,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             out: T.StridedTensor((NT, HV, V), (so, V, 1), in_dtype),
             null_slot: T.int32,
         ):
-            with T.Kernel(NV, HV, NS, threads=THREADS) as (bv, bh, bn):
+            with T.Kernel(NV, HV, NS, threads=threads) as (bv, bh, bn):
                 bos = cu_seqlens[bn]
                 eos = cu_seqlens[bn + 1]
                 slot = state_indices[bn]
@@ -419,7 +418,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
         ):
-            with T.Kernel(NV, HV, 2 * NSP, threads=THREADS) as (bv, bh, bz):
+            with T.Kernel(NV, HV, 2 * NSP, threads=threads) as (bv, bh, bz):
                 r = bz % NSP
                 bos = part_bounds[r, 0]
                 eos = part_bounds[r, 1]
@@ -445,7 +444,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         out: T.StridedTensor((NT, HV, V), (so, V, 1), in_dtype),
         null_slot: T.int32,
     ):
-        with T.Kernel(NV, HV, NSV, threads=THREADS) as (bv, bh, bn):
+        with T.Kernel(NV, HV, NSV, threads=threads) as (bv, bh, bn):
             bos = cu_seqlens_v[bn]
             eos = cu_seqlens_v[bn + 1]
             slot = slot_v[bn]
