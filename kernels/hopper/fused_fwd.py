@@ -1,38 +1,51 @@
 """Stage 2 of the Hopper GDN prefill: the state walk and the output, fused and warp-specialised,
-reading and writing the engine's state pool by index.
+reading and writing the engine's state pool by index. This is the "RS" walk (branch exp/rs-walk): the
+state lives in registers as the A operand of wgmma. It compiles for sm_90a but HAS NOT RUN ON A GPU YET:
+its numbers and even its correctness on hardware are unmeasured (tests/test_rs_math.py checks the algebra
+in fp64 on the CPU; tests/test_hopper_compile.py and ptxas -v check the build).
 
-One CTA per (V block, value head, sequence) walks the sequence's 64-token chunks in order. Per chunk,
-with Q, K [64, K], V [64, BV], Aβ and γ from :mod:`kkt_solve` (bf16 tensor-core operands, fp32
-accumulators):
-    U₀ = Aβ V,   Wₖ = Aβ diag(e^γ) K          (depend on the chunk only: off the serial chain)
-    U  = U₀ − Wₖ S                             (S rounded to bf16 for the product)
-    O  = scale · [diag(e^γ) Q S + (Q Kᵀ ⊙ D_incl) U]
-    S ← e^{γ_C} S + Kᵀ diag(e^{γ_C − γ}) U
-Only differences γ_i − γ_j ≤ 0 are exponentiated. Wₖ, U, S never touch HBM.
+One CTA per (V block, value head, sequence) walks the sequence's 64-token chunks in order. The state is
+kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows per consumer warpgroup in
+fp32 registers. Per chunk, with Q, K [64, K], V [64, BV], Aβ and γ from :mod:`kkt_solve` (bf16
+tensor-core operands, fp32 accumulators):
+    −Wₖ = −Aβ diag(e^γ) K,   P = scale · (Q Kᵀ ⊙ D_incl)       (chunk-only: WG_P, one chunk ahead)
+    Uᵀ  = Vᵀ Aβᵀ + X (−Wₖ)ᵀ                                     (X rounded to bf16 as the register A operand)
+    Uᵀ[:, i ≥ nvalid] = 0                                        (a select)
+    X  ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C − γ_i} per column i) K         (A = that Uᵀ in bf16 registers)
+    Oᵀ  = scale · (X_old Qᵀ) ⊙ e^{γ_i} per column + Uᵀ Pᵀ        (A = X_old / Uᵀ in bf16 registers)
+Only differences γ_i − γ_j ≤ 0 are exponentiated. Wₖ, U, S never touch HBM, and neither S nor U goes
+through shared memory: the serial chain of a consumer is Uᵀ (SS 64×64×64, then RS 64×64×128) → select/
+scale/round in registers → X update (RS 64×128×64), with no cross-warpgroup hand-off. Its only waits are
+for inputs: the loaded chunk and WG_P's −Wₖ/P, which run one chunk ahead (double-buffered). Every
+T.gemm is still synchronous (wgmma + wait<0>); the output's two GEMMs follow the update in the same
+warpgroup. tests/test_rs_math.py emulates exactly this order in fp64 against the token oracle.
 
-Why warp-specialised: the loads, the output's GEMMs and the chunk-only products run beside the
-serial chain (Wₖ S, then Kᵀ U). Measured on the H200 (≈ 3.1 µs a chunk at BV = 64): WG_U's
-chunk-only work for the next chunk takes longer than WG_S's update, so it sits on the chain
-(bench_serving/results/NOTES-hopper.md). 512 threads in four warpgroups, synchronised by mbarriers:
-    WG_S  (threads   0–127)  owns S in fp32 registers: publishes S (bf16) to shared, rescales it,
-                             accumulates Kᵀ(e^{γ_C−γ} ⊙ U) into it; loads/stores the pool row.
-    WG_U  (threads 128–255)  U₀ and Wₖ for the chunk while WG_S finishes the previous one, then
-                             U = U₀ − Wₖ S as soon as S is published.
-    WG_O  (threads 256–383)  P = scale·(QKᵀ ⊙ D) before S is ready, then O from Q S and P U.
-    WG_IO (threads 384–511)  three loader warps (TMA, double-buffered; a sequence's last chunk is
-                             loaded whole too: see "Rows past a sequence's end") and one warp storing O.
+TileLang 0.1.15 takes the fp32 accumulator layout of one wgmma as the bf16 A-operand fragment of the next
+(``T.copy(acc_f32, acc_bf16)`` is a per-thread conversion, no shuffles; every chain GEMM lowers to
+``wgmma_rs``), because each product is oriented with M = the 64 V rows: X [64, K] is the accumulator
+of the update (N = K) and the A operand of X Wₖᵀ and X Qᵀ (K-dim = K); Uᵀ [64, C] is the accumulator of
+the U GEMMs (N = C) and the A operand of the update and of Uᵀ Pᵀ (K-dim = C).
+
+Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consumers), mbarriers:
+    consumer w (threads 128w …)  V rows v0 + 64w …: loads its X rows from the pool, walks the chain,
+                             writes Oᵀ transposed into its 64 columns of the O tile, stores X back.
+    WG_P   (next 128)        l2norm of q, k in place (if asked), then −Wₖ (RS: Aβ diag(e^γ) rounded to
+                             bf16 in registers, × K) and P into double-buffered shared tiles.
+    WG_IO  (last 128)        three loader warps (TMA, double-buffered; a sequence's last chunk is loaded
+                             whole too: see "Rows past a sequence's end"; V per consumer as separate
+                             64-column tiles; the γ warp also makes the vectors e^γ and e^{γ_C−γ}) and one
+                             warp storing O.
+Register split (setmaxnreg, consumers / WG_P / WG_IO): 240 / 160 / 32 at BV 64, 176 / 128 / 32 at BV 128.
 Rows past a sequence's end (its last, partial chunk): q/k/v/Aβ rows there hold the next sequence's
 (finite) data or TMA's zero fill; γ repeats the last valid value, so every exponent stays ≤ 0; Aβ's
-columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes them in; U's rows past
-the end are zeroed by a select before they reach P U or the state; O's are not stored.
-Barrier protocol (every barrier is used once per chunk, so its wait parity is the chunk's parity):
-    ready[b] / free[b]   loaders → consumers / consumers → loaders, input buffer b = c mod 2
-    s_ready / s_free     WG_S → (WG_U, WG_O) / back: the bf16 S in shared
-    u_ready / u_free     WG_U → (WG_S, WG_O) / back: U and e^{γ_C−γ}⊙U in shared
-    o_ready / o_free     WG_O → store warp / back: the bf16 O tile in shared
-    qk_ready             WG_O → WG_U (in-kernel l2norm only): q, k normalised in place
-Waiting on parity (c+1) mod 2 of a "free" barrier passes at once for c = 0 (a fresh mbarrier counts
-its phase before the first as complete) and otherwise waits for the previous chunk's release.
+columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes them in; Uᵀ's columns
+past the end are zeroed by a select before they reach Uᵀ Pᵀ or the state; O's rows there are not stored.
+Barrier protocol (each barrier once per use of its buffer, so its wait parity is the use count's parity):
+    ready[b] / free[b]       loaders → (consumers, WG_P) / back: input buffer b = c mod 2
+    w_ready[b] / w_free[b]   WG_P → consumers / back: −Wₖ and P of chunk c in buffer b (q, k normalised)
+    o_ready / o_free         consumers → store warp / back: the bf16 O tile in shared
+Waiting on parity (use+1) mod 2 of a "free" barrier passes at once for the first use (a fresh mbarrier
+counts its phase before the first as complete) and otherwise waits for the previous use's release.
 
 Phases (compile-time): 0 = the prefill proper; 1 and 3 serve exact intra-card context parallelism
 (:mod:`cp`): phase 1 walks partitions without output into a scratch buffer — row r < NSP from S = 0
@@ -42,13 +55,15 @@ only on each sequence's last partition.
 
 Pool handling (phases 0, 3): ``slot < 0`` or ``slot == null_slot`` → zero output, no pool access.
 Phase 0 starts from ``pool[slot]`` (or zero when ``has_initial_state[n]`` is 0: no memset) and
-writes the final S back to ``pool[slot]`` in the pool's dtype, any ``stride(0)``, layout "vk"
-(pool [slots, HV, V, K]) or "kv" (pool [slots, HV, K, V]); S is kept in the pool's orientation.
+writes the final state back to ``pool[slot]`` in the pool's dtype, any ``stride(0)``, layout "vk"
+(pool [slots, HV, V, K]: X is a pool row block) or "kv" (pool [slots, HV, K, V]: loaded and stored
+transposed, once per sequence, with plain strided accesses). fp32 rows enter X through an exact ×1
+(``__fmul_rn``), the previous walk's fix for a ptxas spill.
 
-Grid: (V / BV, HV, sequences); BV ∈ {32, 64, 128} (at 32 the "vk" state update, M = 32, runs on
-mma.sync instead of wgmma). T, N and the pool's row count and stride are dynamic; token strides
-of q/k/v/out are compile-time (TMA descriptors and 16-byte stores; a stride that is not a multiple
-of 16 bytes falls back to plain loads).
+Grid: (V / BV, HV, sequences); BV ∈ {64, 128}. BV = 32 raises ValueError in this version (a consumer
+owns 64 V rows: wgmma's M). T, N and the pool's row count and stride are dynamic; token strides of
+q/k/v/out are compile-time (TMA descriptors and 16-byte stores; a stride that is not a multiple of 16
+bytes falls back to plain loads).
 """
 
 import tilelang
