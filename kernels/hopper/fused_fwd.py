@@ -16,9 +16,12 @@ tensor-core operands, fp32 accumulators):
 Only differences γ_i − γ_j ≤ 0 are exponentiated. Wₖ, U, S never touch HBM, and neither S nor U goes
 through shared memory: the serial chain of a consumer is Uᵀ (SS 64×64×64, then RS 64×64×128) → select/
 scale/round in registers → X update (RS 64×128×64), with no cross-warpgroup hand-off. Its only waits are
-for inputs: the loaded chunk and WG_P's −Wₖ/P, which run one chunk ahead (double-buffered). Every
-T.gemm is still synchronous (wgmma + wait<0>); the output's two GEMMs follow the update in the same
-warpgroup. tests/test_rs_math.py emulates exactly this order in fp64 against the token oracle.
+for inputs: the loaded chunk and WG_P's −Wₖ/P, which run one chunk ahead (double-buffered). The output's
+two GEMMs run in the same warpgroup: at BV 64 (phases 0 and 3) the consumer issues its wgmma
+asynchronously (``ASYNC_WGMMA``; X_old Qᵀ overlaps the Uᵀ epilogue, Uᵀ Pᵀ is issued behind the update,
+explicit wait_group counts); at BV 128 and in phase 1 every GEMM is synchronous (wgmma + wait<0>), the
+output after the update. tests/test_rs_math.py emulates exactly this math in fp64 against the token
+oracle.
 
 TileLang 0.1.15 takes the fp32 accumulator layout of one wgmma as the bf16 A-operand fragment of the next
 (``T.copy(acc_f32, acc_bf16)`` is a per-thread conversion, no shuffles; every chain GEMM lowers to
@@ -66,6 +69,8 @@ q/k/v/out are compile-time (TMA descriptors and 16-byte stores; a stride that is
 bytes falls back to plain loads).
 """
 
+import os
+
 import tilelang
 import tilelang.language as T
 
@@ -75,6 +80,10 @@ CHUNK = 64
 # is off: it cannot prove the warpgroup branches warp-uniform and refuses the kernel.
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,
                 tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
+# At BV 64 the consumer issues its wgmma asynchronously (T.wgmma_gemm + T.wait_wgmma) so that X_old Qᵀ
+# overlaps the Uᵀ epilogue and Uᵀ Pᵀ is issued behind the update; QLA_RS_ASYNC=0 at build time: every
+# GEMM synchronous (T.gemm), same math. BV 128 and phase 1 are always synchronous.
+ASYNC_WGMMA = os.environ.get("QLA_RS_ASYNC", "1") != "0"
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
@@ -123,6 +132,10 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     pool_strides = (sp, V * K, K if vk else V, 1)
     state_shape = (V, K) if vk else (K, V)
     n_free = NW * 128 + 128         # consumers and WG_P release an input buffer
+    # Async issue only with one consumer (240 registers): at BV 128 (176) it spills and ptxas
+    # serialises the wgmma. Phase 1 has no output to overlap (and its V ≡ 0 branch made ptxas
+    # serialise: C7514), so it stays synchronous too.
+    async_wgmma = ASYNC_WGMMA and NW == 1 and with_output
 
     @T.macro
     def load_x(buf, row, bh, v0w, X):
@@ -187,36 +200,75 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             b = c % 2
             T.barrier_wait(ready[b], (c // 2) % 2)
             T.copy(X, Xb)                                   # the state as the bf16 A operand
-            # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
-            if transition:
-                T.clear(uT)
-            else:
-                T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
-            T.barrier_wait(w_ready[b], (c // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
-            # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
-            T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
-            # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
-            # product) so they reach neither Uᵀ Pᵀ nor the state.
-            nvalid = T.min(eos - bos - c * C, C)
-            for i, j in T.Parallel(R, C):
-                uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
-            if with_output:
-                T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
-            for i, j in T.Parallel(R, C):
-                uT[i, j] = uT[i, j] * egl_s[b, j]
-            T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
-            # γ of the chunk's last valid token (the loader pads a short chunk with it)
-            decay[0] = T.exp(g_s[b, C - 1])
-            for i, j in T.Parallel(R, K):
-                X[i, j] = X[i, j] * decay[0]
-            # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
-            T.gemm(un, k_s[b, :, :], X, clear_accum=False)
-            if with_output:
-                # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
-                T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
+            if async_wgmma:
+                # Issue order with explicit waits (wgmma groups retire in order): the U GEMMs, then
+                # X_old Qᵀ runs while Uᵀ is masked and scaled; Uᵀ Pᵀ is issued behind the update.
+                if transition:
+                    T.clear(uT)
+                else:
+                    T.wgmma_gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True,
+                                 clear_accum=True)
+                T.barrier_wait(w_ready[b], (c // 2) % 2)
+                T.wgmma_gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+                if with_output:
+                    T.wgmma_gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
+                    T.wait_wgmma(1)                         # Uᵀ done; X_old Qᵀ may still run
+                else:
+                    T.wait_wgmma(0)
+                T.warpgroup_fence_operand(uT)                   # no use of Uᵀ hoisted above the wait
+                nvalid = T.min(eos - bos - c * C, C)
                 for i, j in T.Parallel(R, C):
-                    oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
-                T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
+                    uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+                if with_output:
+                    T.copy(uT, ub)
+                for i, j in T.Parallel(R, C):
+                    uT[i, j] = uT[i, j] * egl_s[b, j]
+                T.copy(uT, un)
+                decay[0] = T.exp(g_s[b, C - 1])
+                for i, j in T.Parallel(R, K):
+                    X[i, j] = X[i, j] * decay[0]
+                T.wgmma_gemm(un, k_s[b, :, :], X, clear_accum=False)
+                if with_output:
+                    T.wait_wgmma(1)                         # X_old Qᵀ done; the update may still run
+                    T.warpgroup_fence_operand(oT)
+                    for i, j in T.Parallel(R, C):
+                        oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
+                    T.wgmma_gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
+                T.wait_wgmma(0)
+                T.warpgroup_fence_operand(X)
+                if with_output:
+                    T.warpgroup_fence_operand(oT)
+            else:
+                # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
+                if transition:
+                    T.clear(uT)
+                else:
+                    T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
+                T.barrier_wait(w_ready[b], (c // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
+                # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
+                T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+                # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
+                # product) so they reach neither Uᵀ Pᵀ nor the state.
+                nvalid = T.min(eos - bos - c * C, C)
+                for i, j in T.Parallel(R, C):
+                    uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+                if with_output:
+                    T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
+                for i, j in T.Parallel(R, C):
+                    uT[i, j] = uT[i, j] * egl_s[b, j]
+                T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
+                # γ of the chunk's last valid token (the loader pads a short chunk with it)
+                decay[0] = T.exp(g_s[b, C - 1])
+                for i, j in T.Parallel(R, K):
+                    X[i, j] = X[i, j] * decay[0]
+                # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
+                T.gemm(un, k_s[b, :, :], X, clear_accum=False)
+                if with_output:
+                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
+                    T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
+                    for i, j in T.Parallel(R, C):
+                        oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
+                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
             T.barrier_arrive(w_free[b])
             T.barrier_arrive(free[b])
             if with_output:
