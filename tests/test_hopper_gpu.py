@@ -4,6 +4,7 @@ Fresh random inputs per case; outputs poisoned with NaN first; pool rows of skip
 bit-identical. Errors are relative L2 (‖x − ref‖ / ‖ref‖) over live sequences; each case prints
 its figures (pytest -s) and appends them to $QLA_ERR_LOG when set.
 """
+import functools
 import json
 import os
 
@@ -161,6 +162,7 @@ def capture_then_replay(case, plan, out, seqlens, seeds, tag, **make_kw):
         check(case, out, pool_before, f"{tag}-{seed}")
 
 
+@functools.lru_cache(maxsize=None)
 def _walk_takes(block_v):
     """Whether the fused_fwd.py under test builds this V-block (the RS walk raises ValueError at 32)."""
     from qla_serve.kernels.hopper import fused_fwd
