@@ -117,6 +117,10 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     IO0 = P0 + 128                  # first thread of WG_IO
     threads = IO0 + 128
     nreg_c, nreg_p, nreg_io = NREG[BV]
+    # setmaxnreg.inc below the launch allocation (or .dec above it) is an illegal instruction on
+    # the H200 (seen at BV 64: WG_P's 160 < 168 at launch), so the direction follows the count.
+    launch_regs = min(255, 65536 // threads // 8 * 8)
+    inc_c, inc_p, inc_io = (int(n >= launch_regs) for n in NREG[BV])
     vk = state_layout == "vk"
     with_output = phase != 1
     NT = T.dynamic("num_tokens")
@@ -136,6 +140,12 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     # serialises the wgmma. Phase 1 has no output to overlap (and its V ≡ 0 branch made ptxas
     # serialise: C7514), so it stays synchronous too.
     async_wgmma = ASYNC_WGMMA and NW == 1 and with_output
+    # Registers per thread of a consumer's accumulators, for the explicit fences of the async
+    # order: T.warpgroup_fence_operand derives its count from the fragment's logical shape
+    # (64 × 64 = 4096), which fences far past the thread's 32 and broke the kernel on the H200
+    # (illegal instruction).
+    regs_c = R * C // 128
+    regs_x = R * K // 128
 
     @T.macro
     def load_x(buf, row, bh, v0w, X):
@@ -187,7 +197,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         """Consumer warpgroup w: V rows v0 + 64w … of the block. Its chain, per chunk, in registers:
         Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K; beside it Oᵀ."""
         v0w = v0 + w * R
-        T.set_max_nreg(nreg_c, 1)
+        T.set_max_nreg(nreg_c, inc_c)
         if init_mode == 1:
             load_x(src, src_row, bh, v0w, X)
         elif init_mode == 2:
@@ -215,7 +225,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     T.wait_wgmma(1)                         # Uᵀ done; X_old Qᵀ may still run
                 else:
                     T.wait_wgmma(0)
-                T.warpgroup_fence_operand(uT)                   # no use of Uᵀ hoisted above the wait
+                T.warpgroup_fence_operand(uT, num_regs=regs_c)  # no use of Uᵀ hoisted above the wait
                 nvalid = T.min(eos - bos - c * C, C)
                 for i, j in T.Parallel(R, C):
                     uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
@@ -230,14 +240,14 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 T.wgmma_gemm(un, k_s[b, :, :], X, clear_accum=False)
                 if with_output:
                     T.wait_wgmma(1)                         # X_old Qᵀ done; the update may still run
-                    T.warpgroup_fence_operand(oT)
+                    T.warpgroup_fence_operand(oT, num_regs=regs_c)
                     for i, j in T.Parallel(R, C):
                         oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
                     T.wgmma_gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
                 T.wait_wgmma(0)
-                T.warpgroup_fence_operand(X)
+                T.warpgroup_fence_operand(X, num_regs=regs_x)
                 if with_output:
-                    T.warpgroup_fence_operand(oT)
+                    T.warpgroup_fence_operand(oT, num_regs=regs_c)
             else:
                 # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
                 if transition:
@@ -345,7 +355,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                              dst_row, bos, eos, nloop, init_mode, do_store, transition)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
-            T.set_max_nreg(nreg_p, 1)
+            T.set_max_nreg(nreg_p, inc_p)
             for c in T.serial(nloop):
                 b = c % 2
                 T.barrier_wait(ready[b], (c // 2) % 2)
@@ -373,7 +383,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
 
         else:
             # ---------------- WG_IO: loads and the output store ----------------
-            T.set_max_nreg(nreg_io, 0)
+            T.set_max_nreg(nreg_io, inc_io)
             # Branch on tx ranges (not a computed warp id): TileLang partitions each branch's
             # parallel loops over exactly the threads of that range.
             if tx < IO0 + 32:
