@@ -1,8 +1,8 @@
 """Stage 2 of the Hopper GDN prefill: the state walk and the output, fused and warp-specialised,
 reading and writing the engine's state pool by index. This is the "RS" walk (branch exp/rs-walk): the
-state lives in registers as the A operand of wgmma. It compiles for sm_90a but HAS NOT RUN ON A GPU YET:
-its numbers and even its correctness on hardware are unmeasured (tests/test_rs_math.py checks the algebra
-in fp64 on the CPU; tests/test_hopper_compile.py and ptxas -v check the build).
+state lives in registers as the A operand of wgmma. Measured on the H200 in session 5
+(bench_serving/results/h200-session5/): GPU tests 17 of 17 (V-block 32 refused), errors as main's;
+9–11 % faster than main's walk on 1×32768 rows, ±2 % at 8192×4, 6–7 % slower at V-block 128.
 
 One CTA per (V block, value head, sequence) walks the sequence's 64-token chunks in order. The state is
 kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows per consumer warpgroup in
@@ -17,11 +17,10 @@ Only differences γ_i − γ_j ≤ 0 are exponentiated. Wₖ, U, S never touch H
 through shared memory: the serial chain of a consumer is Uᵀ (SS 64×64×64, then RS 64×64×128) → select/
 scale/round in registers → X update (RS 64×128×64), with no cross-warpgroup hand-off. Its only waits are
 for inputs: the loaded chunk and WG_P's −Wₖ/P, which run one chunk ahead (double-buffered). The output's
-two GEMMs run in the same warpgroup: at BV 64 (phases 0 and 3) the consumer issues its wgmma
-asynchronously (``ASYNC_WGMMA``; X_old Qᵀ overlaps the Uᵀ epilogue, Uᵀ Pᵀ is issued behind the update,
-explicit wait_group counts); at BV 128 and in phase 1 every GEMM is synchronous (wgmma + wait<0>), the
-output after the update. tests/test_rs_math.py emulates exactly this math in fp64 against the token
-oracle.
+two GEMMs run in the same warpgroup, after the update; every GEMM is synchronous (wgmma + wait<0>).
+An asynchronous issue order at BV 64 (X_old Qᵀ beside the Uᵀ epilogue) measured 0–3 % slower and was
+dropped, and so were three input buffers (no faster: load latency is not this walk's limit).
+tests/test_rs_math.py emulates exactly this math in fp64 against the token oracle.
 
 TileLang 0.1.15 takes the fp32 accumulator layout of one wgmma as the bf16 A-operand fragment of the next
 (``T.copy(acc_f32, acc_bf16)`` is a per-thread conversion, no shuffles; every chain GEMM lowers to
@@ -80,10 +79,6 @@ CHUNK = 64
 # is off: it cannot prove the warpgroup branches warp-uniform and refuses the kernel.
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,
                 tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
-# At BV 64 the consumer issues its wgmma asynchronously (T.wgmma_gemm + T.wait_wgmma) so that X_old Qᵀ
-# overlaps the Uᵀ epilogue and Uᵀ Pᵀ is issued behind the update; QLA_RS_ASYNC=0 at build time: every
-# GEMM synchronous (T.gemm), same math. BV 128 and phase 1 are always synchronous.
-ASYNC_WGMMA = os.environ.get("QLA_RS_ASYNC", "1") != "0"
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
@@ -136,16 +131,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     pool_strides = (sp, V * K, K if vk else V, 1)
     state_shape = (V, K) if vk else (K, V)
     n_free = NW * 128 + 128         # consumers and WG_P release an input buffer
-    # Async issue only with one consumer (240 registers): at BV 128 (176) it spills and ptxas
-    # serialises the wgmma. Phase 1 has no output to overlap (and its V ≡ 0 branch made ptxas
-    # serialise: C7514), so it stays synchronous too.
-    async_wgmma = ASYNC_WGMMA and NW == 1 and with_output
-    # Registers per thread of a consumer's accumulators, for the explicit fences of the async
-    # order: T.warpgroup_fence_operand derives its count from the fragment's logical shape
-    # (64 × 64 = 4096), which fences far past the thread's 32 and broke the kernel on the H200
-    # (illegal instruction).
-    regs_c = R * C // 128
-    regs_x = R * K // 128
 
     @T.macro
     def load_x(buf, row, bh, v0w, X):
@@ -210,75 +195,36 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             b = c % 2
             T.barrier_wait(ready[b], (c // 2) % 2)
             T.copy(X, Xb)                                   # the state as the bf16 A operand
-            if async_wgmma:
-                # Issue order with explicit waits (wgmma groups retire in order): the U GEMMs, then
-                # X_old Qᵀ runs while Uᵀ is masked and scaled; Uᵀ Pᵀ is issued behind the update.
-                if transition:
-                    T.clear(uT)
-                else:
-                    T.wgmma_gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True,
-                                 clear_accum=True)
-                T.barrier_wait(w_ready[b], (c // 2) % 2)
-                T.wgmma_gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
-                if with_output:
-                    T.wgmma_gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
-                    T.wait_wgmma(1)                         # Uᵀ done; X_old Qᵀ may still run
-                else:
-                    T.wait_wgmma(0)
-                T.warpgroup_fence_operand(uT, num_regs=regs_c)  # no use of Uᵀ hoisted above the wait
-                nvalid = T.min(eos - bos - c * C, C)
-                for i, j in T.Parallel(R, C):
-                    uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
-                if with_output:
-                    T.copy(uT, ub)
-                for i, j in T.Parallel(R, C):
-                    uT[i, j] = uT[i, j] * egl_s[b, j]
-                T.copy(uT, un)
-                decay[0] = T.exp(g_s[b, C - 1])
-                for i, j in T.Parallel(R, K):
-                    X[i, j] = X[i, j] * decay[0]
-                T.wgmma_gemm(un, k_s[b, :, :], X, clear_accum=False)
-                if with_output:
-                    T.wait_wgmma(1)                         # X_old Qᵀ done; the update may still run
-                    T.warpgroup_fence_operand(oT, num_regs=regs_c)
-                    for i, j in T.Parallel(R, C):
-                        oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
-                    T.wgmma_gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
-                T.wait_wgmma(0)
-                T.warpgroup_fence_operand(X, num_regs=regs_x)
-                if with_output:
-                    T.warpgroup_fence_operand(oT, num_regs=regs_c)
+            # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
+            if transition:
+                T.clear(uT)
             else:
-                # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
-                if transition:
-                    T.clear(uT)
-                else:
-                    T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
-                T.barrier_wait(w_ready[b], (c // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
-                # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
-                T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
-                # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
-                # product) so they reach neither Uᵀ Pᵀ nor the state.
-                nvalid = T.min(eos - bos - c * C, C)
+                T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
+            T.barrier_wait(w_ready[b], (c // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
+            # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
+            T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+            # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
+            # product) so they reach neither Uᵀ Pᵀ nor the state.
+            nvalid = T.min(eos - bos - c * C, C)
+            for i, j in T.Parallel(R, C):
+                uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+            if with_output:
+                T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
+            for i, j in T.Parallel(R, C):
+                uT[i, j] = uT[i, j] * egl_s[b, j]
+            T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
+            # γ of the chunk's last valid token (the loader pads a short chunk with it)
+            decay[0] = T.exp(g_s[b, C - 1])
+            for i, j in T.Parallel(R, K):
+                X[i, j] = X[i, j] * decay[0]
+            # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
+            T.gemm(un, k_s[b, :, :], X, clear_accum=False)
+            if with_output:
+                # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
+                T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
                 for i, j in T.Parallel(R, C):
-                    uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
-                if with_output:
-                    T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
-                for i, j in T.Parallel(R, C):
-                    uT[i, j] = uT[i, j] * egl_s[b, j]
-                T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
-                # γ of the chunk's last valid token (the loader pads a short chunk with it)
-                decay[0] = T.exp(g_s[b, C - 1])
-                for i, j in T.Parallel(R, K):
-                    X[i, j] = X[i, j] * decay[0]
-                # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
-                T.gemm(un, k_s[b, :, :], X, clear_accum=False)
-                if with_output:
-                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
-                    T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
-                    for i, j in T.Parallel(R, C):
-                        oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
-                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
+                    oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
+                T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
             T.barrier_arrive(w_free[b])
             T.barrier_arrive(free[b])
             if with_output:
