@@ -6,8 +6,9 @@ the bench load instead of compiling one kernel at a time (~10 s each; ~150 kerne
 
 Run it first on the lent GPU machine (16 cores: ~2 min), or on any machine with nvcc into a
 ``TILELANG_CACHE_DIR`` that then travels. Variants are derived from the tests' and the bench's
-tensor shapes and strides on the meta device (``hopper.variant_for``), both V-block widths (and 32 for
-A/B runs with QLA_BLOCK_V=32), so whatever the plan picks is there; each variant brings its CP kernels.
+tensor shapes and strides on the meta device (``hopper.variant_for``), every V-block width the walk
+builds (``hopper.KERNEL_BLOCK_V``), so whatever the plan picks is there; each variant brings its CP
+kernels. ``walk_takes`` drops widths an A/B alternative's fused_fwd.py refuses.
 """
 import argparse
 import multiprocessing as mp
@@ -35,6 +36,7 @@ TEST_CONFIGS = [
     (2, 8, torch.bfloat16, "kv", False, True, False, 0),
     (1, 4, torch.float32, "kv", True, True, False, 0),
     (2, 4, torch.bfloat16, "vk", False, False, False, 0),
+    (2, 8, torch.bfloat16, "kv", True, True, True, 0),
 ]
 
 
@@ -70,7 +72,8 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=os.cpu_count())
     ap.add_argument("--heads", default=BENCH_HEADS, help="bench head configs H/HV (comma-separated)")
     ap.add_argument("--no-tests", action="store_true")
-    ap.add_argument("--block-v", default="32,64,128", help="V-block widths to build for every variant")
+    ap.add_argument("--block-v", default=",".join(str(b) for b in hopper.KERNEL_BLOCK_V),
+                    help="V-block widths to build for every variant")
     args = ap.parse_args()
     widths = [int(x) for x in args.block_v.split(",")]
     dropped = [bv for bv in widths if not walk_takes(bv)]

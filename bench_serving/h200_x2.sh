@@ -52,7 +52,7 @@ prep)
   # Engine variants + the check's model (gpu_prep.sh) beside the tests' and the bench's variants.
   ( QLA_WARMUP=1 PREP_PROCESSES=16 OUT="$S/gpu-prep" timeout $(( $(left) - 200 )) bash bench_serving/gpu_prep.sh ) > "$S/prep.log" 2>&1 &
   p1=$!
-  timeout $(( $(left) - 200 )) "$PY" bench_serving/gpu_prebuild.py --processes 16 --block-v 32,64,128 > "$S/prebuild.log" 2>&1 &
+  timeout $(( $(left) - 200 )) "$PY" bench_serving/gpu_prebuild.py --processes 16 --block-v 64,128 > "$S/prebuild.log" 2>&1 &
   p2=$!
   # AB_ALTS="label=file ...": alternative walk kernels (kernel_ab.sh) built beside the rest, then
   # timed against the checkout on both GPUs once their first jobs end: plan's V-block on GPU 0,

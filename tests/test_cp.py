@@ -440,11 +440,12 @@ def test_block_v_override(monkeypatch):
     """QLA_BLOCK_V forces the fused kernel's V-block width in the host plan; bad values name the variable."""
     from qla_serve.kernels import hopper
 
-    monkeypatch.setenv(hopper.BLOCK_V_ENV, "32")
+    monkeypatch.setenv(hopper.BLOCK_V_ENV, "128")     # the plan alone picks 64 here (8 CTAs)
     plan = plan_prefill(torch.tensor([0, 8192], dtype=torch.int32), device="meta")
-    assert hopper.plan_hopper(plan, 8, 128)["block_v"] == 32
-    monkeypatch.setenv(hopper.BLOCK_V_ENV, "48")
-    with pytest.raises(ValueError, match="QLA_BLOCK_V"):
-        hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)
+    assert hopper.plan_hopper(plan, 8, 128)["block_v"] == 128
+    for bad in ("48", "32"):                            # 32: a width the walk does not build
+        monkeypatch.setenv(hopper.BLOCK_V_ENV, bad)
+        with pytest.raises(ValueError, match="QLA_BLOCK_V"):
+            hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)
     monkeypatch.delenv(hopper.BLOCK_V_ENV)
     assert hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)["block_v"] == 64
