@@ -1,5 +1,5 @@
 """Stage 2 of the Hopper GDN prefill: the state walk and the output, fused and warp-specialised,
-reading and writing the engine's state pool by index. This is the "RS" walk (branch exp/rs-walk): the
+reading and writing the engine's state pool by index. This is the "RS" walk: the
 state lives in registers as the A operand of wgmma. Measured on the H200 in session 5
 (bench_serving/results/h200-session5/): GPU tests 17 of 17 (V-block 32 refused), errors as main's;
 9–11 % faster than main's walk on 1×32768 rows, ±2 % at 8192×4, 6–7 % slower at V-block 128.
