@@ -12,11 +12,12 @@ import walk_ablations  # noqa: E402
 def test_every_variant_applies_and_parses():
     src = (ROOT / "kernels" / "hopper" / "fused_fwd.py").read_text()
     got = walk_ablations.variants(src)
-    assert set(got) == {"nowp", "noout", "noostore", "noupdate", "fast"}
+    assert set(got) == {"nowp", "noout", "noostore", "noupdate", "fast", "fastp"}
     for name, text in got.items():
         ast.parse(text, filename=f"{name}.py")
         assert text != src, name
     assert len(got["noostore"]) < len(src) and len(got["noout"]) < len(got["noostore"])
     assert "T.gemm(un, k_s[b, :, :], X" not in got["noupdate"]
     assert "TL_ENABLE_FAST_MATH: True" in got["fast"] and got["fast"].count("\n") == src.count("\n")
+    assert got["fastp"].count("__expf") == 1 and got["fastp"].count("\n") == src.count("\n")
     assert "w_s[b, i, j] = " not in got["nowp"] and "T.barrier_arrive(w_ready[b])" in got["nowp"]
