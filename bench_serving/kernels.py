@@ -11,8 +11,8 @@ Times are do_bench medians (ms). Writes kernels.json, kernels.md and kernels.png
     FLA_FLASH_QLA=0 python bench_serving/kernels.py [--quick] [--out DIR]
 
 CP sweep (issue 4): ``--cp-sweep`` times QLA's whole prefill with the longest sequence forced to
-P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096 for
-heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's constants into cp_fit.json:
+P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096,
+1×4096, 1×2048 for heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's constants into cp_fit.json:
 
     python bench_serving/kernels.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
 """
@@ -284,7 +284,8 @@ def accuracy(seqlens=(512, 300, 77), H=2, HV=8, seed=3) -> dict:
 # ---------------------------------------------------------------------------------------------- CP sweep
 
 CP_HEADS = [(2, 8), (4, 16), (8, 32), (16, 32)]
-CP_MIXES = ["1x32768", "1x16384", "1x8192", "28672+4096"]
+CP_MIXES = ["1x32768", "1x16384", "1x8192", "28672+4096", "1x4096", "1x2048"]
+CP_SEQLENS = {**SEQLENS, "1x4096": [4096]}     # the short rows decide CPParams.min_seq_chunks
 CP_PARTS = [1, 2, 4, 8, 16, 32]
 
 
@@ -316,7 +317,7 @@ def cp_sweep(args) -> None:
             json.dump(result, f, indent=1)
 
     # Compile every variant first, in parallel (nvcc is single-threaded).
-    builds = sorted({(H, HV, bv if bv is not None else (128 if len(SEQLENS[m]) * HV >= sms else 64))
+    builds = sorted({(H, HV, bv if bv is not None else (128 if len(CP_SEQLENS[m]) * HV >= sms else 64))
                      for H, HV in heads for m in mixes for bv in bvs})
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=min(len(builds), os.cpu_count() or 1),
@@ -331,7 +332,7 @@ def cp_sweep(args) -> None:
     try:
         for H, HV in heads:
             for mix in mixes:
-                seqlens = SEQLENS[mix]
+                seqlens = CP_SEQLENS[mix]
                 x = make_inputs(seqlens, H, HV)
                 pool0 = x["pool"].clone()
                 hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
@@ -392,7 +393,7 @@ def cp_sweep(args) -> None:
             json.dump(fit, f, indent=1)
         p = fit["params"]
         print(f"[cp-sweep] fit: CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
-              f"max_parts={p['max_parts']}) geomean slowdown {fit['geomean_slowdown']:.3f} "
+              f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}) geomean slowdown {fit['geomean_slowdown']:.3f} "
               f"worst {fit['worst_slowdown']:.3f}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"[cp-sweep] fit failed: {exc!r}", flush=True)

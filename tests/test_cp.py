@@ -103,6 +103,15 @@ def test_rule(heads, seqlens, block_v, expect_cp):
         assert sum(parts) * HV * nv <= max(p.target_ctas, len(seqlens) * HV * nv)
 
 
+def test_min_seq_chunks_gates_cp():
+    """min_seq_chunks is a bound on the longest sequence alone: below it no CP, at it the usual P."""
+    params = cp.CPParams(min_seq_chunks=64)
+    assert cp.choose_parts([4032], 8, 128, 64, 132, params) == [1]          # 63 chunks
+    assert cp.choose_parts([4096], 8, 128, 64, 132, params) == [4]          # 64 chunks: 132 // 16 → 8, 64 // 16 → 4
+    assert cp.choose_parts([2048], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [2]
+    assert cp.choose_parts([2048], 8, 128, 64, 132, params) == [1]
+
+
 def test_rule_force_and_longest_gets_most():
     parts = cp.choose_parts([28672, 4096, 64], 8, 128, 64, force=8)
     assert parts == [8, 1, 1]
@@ -390,6 +399,29 @@ def test_fit_params_recovers_a_known_rule():
     assert res["geomean_slowdown"] == pytest.approx(1.0), res
     r = res["rows"]["2/8 1x32768 bv64"]
     assert r["rule_p"] == r["best_p"] == cp.rule_p_longest([32768], 8, 128, 64, 132, truth) > 1
+
+
+def test_fit_params_finds_min_seq_chunks_and_skips_rule_repeats():
+    """Short rows whose best is P = 1 (host- and launch-bound) and long rows that want CP: the fit
+    must raise min_seq_chunks above the short rows without giving up the long rows' P. The sweep's
+    re-timing of the rule's own pick (forced = "rule") is not a P of its own and must not count."""
+    truth = cp.CPParams(132, 16, 32, 128)
+    rows = []
+    for heads in ("2/8", "16/32"):
+        HV = int(heads.split("/")[1])
+        for mix, seqlens in (("1x32768", [32768]), ("1x8192", [8192]), ("1x4096", [4096]), ("1x2048", [2048])):
+            best = cp.rule_p_longest(seqlens, HV, 128, 64, 132, truth)
+            for P in (1, 2, 4, 8, 16, 32):
+                rows.append({"heads": heads, "mix": mix, "seqlens": seqlens, "block_v": 64, "p_longest": P,
+                             "forced": P, "ms": 1.0 + abs(P.bit_length() - best.bit_length()) * 0.3})
+            # a noisy repeat of P = 1 at its rule pick: read as a P, it would make P = 1 look slow
+            rows.append({"heads": heads, "mix": mix, "seqlens": seqlens, "block_v": 64, "p_longest": 1,
+                         "forced": "rule", "ms": 99.0})
+    res = cp.fit_params({"sms": 132, "rows": rows})
+    assert res["geomean_slowdown"] == pytest.approx(1.0), res
+    assert res["params"]["min_seq_chunks"] == 128
+    assert res["rows"]["2/8 1x2048 bv64"]["rule_p"] == 1
+    assert res["rows"]["2/8 1x8192 bv64"]["rule_p"] == cp.rule_p_longest([8192], 8, 128, 64, 132, truth) > 1
 
 
 # ---------------------------------------------------------------------------------------------- compile

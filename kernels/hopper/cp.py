@@ -25,13 +25,15 @@ read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` 
 stream), so a call is CUDA-graph capturable for a fixed plan.
 
 Decision rule (:func:`choose_parts`): CP only where the batch's CTAs N·HV·(V/BV) leave the chip
-underused; the longest sequence gets P = pow2floor(min(max_parts, target_ctas / (N·HV·V/BV),
-chunks / min_chunks)) partitions, every other sequence a share proportional to its chunk count.
+underused and the longest sequence has at least min_seq_chunks chunks; it gets
+P = pow2floor(min(max_parts, target_ctas / (N·HV·V/BV), chunks / min_chunks)) partitions, every
+other sequence a share proportional to its chunk count.
 The constants are measured: ``bench_serving/kernels.py --cp-sweep`` times P ∈ {1..32} per row and
 :func:`fit_params` picks the constants that lose least against the best P of every row.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -56,6 +58,12 @@ class CPParams:
     target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks
     max_parts: int = 32          # at most this many partitions per sequence
+    # No CP unless the longest sequence has this many chunks: a CP call launches three kernels more
+    # than a plain one and builds its tables on the host (session 5's host profile on the H200:
+    # ~0.19–0.3 ms of host time per CP call against ~0.11–0.15 ms for a plain one), which a short
+    # sequence cannot win back. 32 (2048 tokens) is the bound min_chunks = 16 already implied; the
+    # sweep's 1×2048 and 1×4096 rows decide it on the next refit.
+    min_seq_chunks: int = 32
 
 
 DEFAULT_PARAMS = CPParams()
@@ -92,7 +100,7 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     ctas = N * num_v_heads * max(1, head_v_dim // block_v)
     cmax = max(nch)
     target = params.target_ctas * sms / 132.0       # the constants are fitted on a 132-SM H200
-    if ctas >= target or cmax < 2 * params.min_chunks:
+    if ctas >= target or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
         return [1] * N
     p = min(params.max_parts, int(target // ctas), cmax // params.min_chunks)
     return parts_for_longest(nch, _pow2floor(p) if p >= 2 else 1)
@@ -278,8 +286,8 @@ def _sweep_table(rows: list[dict]) -> dict[tuple, dict[int, float]]:
     """(heads, mix, block_v) → {P of the longest sequence: ms}."""
     tab: dict[tuple, dict[int, float]] = {}
     for r in rows:
-        if r.get("ms") is None:
-            continue
+        if r.get("ms") is None or r.get("forced") == "rule":
+            continue            # the sweep re-times the rule's own pick last: a repeat, not a P to fit
         key = (r["heads"], r["mix"], r.get("block_v"))
         tab.setdefault(key, {})[int(r["p_longest"])] = float(r["ms"])
     return tab
@@ -299,32 +307,32 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
     rows = sweep["rows"]
     tab = _sweep_table(rows)
     meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in rows}
-    grid = grid or {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056],
-                    "min_chunks": [64, 32, 16, 8, 4, 2], "max_parts": [32]}
+    grid = {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056],
+            "min_chunks": [64, 32, 16, 8, 4, 2], "max_parts": [32], "min_seq_chunks": [32, 64, 128],
+            **(grid or {})}
     best = None
-    for tc in grid["target_ctas"]:
-        for mc in grid["min_chunks"]:
-            for mp in grid["max_parts"]:
-                params = CPParams(tc, mc, mp)
-                logs, picks = [], {}
-                for key, times in tab.items():
-                    r = meta[key]
-                    H, HV = (int(x) for x in r["heads"].split("/"))
-                    p = rule_p_longest(r["seqlens"], HV, 128, int(r.get("block_v") or 64), sms, params)
-                    cand = [pp for pp in times if pp <= p] or [min(times)]
-                    t = times[max(cand)]
-                    logs.append(math.log(t / min(times.values())))
-                    picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
-                                                               "slowdown": t / min(times.values())}
-                score = math.exp(sum(logs) / max(1, len(logs)))
-                worst = max((v["slowdown"] for v in picks.values()), default=1.0)
-                # ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
-                # partitions: rows too short to split were not swept, so split no finer than needed)
-                if (best is None or score < best["geomean_slowdown"] - 1e-9
-                        or (score <= best["geomean_slowdown"] + 1e-9 and worst < best["worst_slowdown"] - 1e-9)):
-                    best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp},
-                            "geomean_slowdown": score, "worst_slowdown": worst,
-                            "rows": picks}
+    for tc, mc, mp, ms in itertools.product(grid["target_ctas"], grid["min_chunks"], grid["max_parts"],
+                                            grid["min_seq_chunks"]):
+        params = CPParams(tc, mc, mp, ms)
+        logs, picks = [], {}
+        for key, times in tab.items():
+            r = meta[key]
+            H, HV = (int(x) for x in r["heads"].split("/"))
+            p = rule_p_longest(r["seqlens"], HV, 128, int(r.get("block_v") or 64), sms, params)
+            cand = [pp for pp in times if pp <= p] or [min(times)]
+            t = times[max(cand)]
+            logs.append(math.log(t / min(times.values())))
+            picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
+                                                       "slowdown": t / min(times.values())}
+        score = math.exp(sum(logs) / max(1, len(logs)))
+        worst = max((v["slowdown"] for v in picks.values()), default=1.0)
+        # ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
+        # partitions: rows too short to split were not swept, so split no finer than needed)
+        if (best is None or score < best["geomean_slowdown"] - 1e-9
+                or (score <= best["geomean_slowdown"] + 1e-9 and worst < best["worst_slowdown"] - 1e-9)):
+            best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp, "min_seq_chunks": ms},
+                    "geomean_slowdown": score, "worst_slowdown": worst,
+                    "rows": picks}
     return best
 
 
@@ -341,7 +349,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(json.dumps(res, indent=1))
     p = res["params"]
     print(f"\nDEFAULT_PARAMS = CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
-          f"max_parts={p['max_parts']})   # geomean slowdown {res['geomean_slowdown']:.3f}")
+          f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']})   "
+          f"# geomean slowdown {res['geomean_slowdown']:.3f}")
     if len(argv) > 2:
         with open(argv[2], "w") as f:
             json.dump(res, f, indent=1)
