@@ -481,3 +481,16 @@ def test_block_v_override(monkeypatch):
             hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)
     monkeypatch.delenv(hopper.BLOCK_V_ENV)
     assert hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)["block_v"] == 64
+
+
+@pytest.mark.parametrize("num_seqs,hv,want", [
+    (1, 32, 64), (2, 32, 64), (1, 66, 64),        # V-block 64's CTAs fit one wave of 132 SMs
+    (4, 32, 128), (1, 67, 128), (16, 8, 128),     # 64 would need two waves: one wave of 128 instead
+    (8, 32, 128), (256, 8, 128),
+])
+def test_choose_block_v_counts_waves(num_seqs, hv, want):
+    from qla_serve.kernels import hopper
+
+    assert hopper.choose_block_v(num_seqs, hv, 128, 132) == want
+    plan = plan_prefill(torch.tensor([0] + [64 * (i + 1) for i in range(num_seqs)], dtype=torch.int32), device="meta")
+    assert hopper.plan_hopper(plan, hv, 128)["block_v"] == want

@@ -223,11 +223,26 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count[idx]
 
 
+def choose_block_v(num_seqs: int, num_v_heads: int, head_v_dim: int = 128, sms: int = 132) -> int:
+    """The V-block width with the fewer waves × per-chunk cost: 64 while its CTAs (two per
+    sequence and head) fit the chip in one wave, else 128.
+
+    The walk runs one CTA per SM at either width. Measured per chunk step (RS walk, session 5,
+    kkt_solve subtracted): ≈ 3.3 µs at 64 (16/32 8192×4: 256 CTAs = two waves of 128 chunks) and
+    ≈ 4.9 µs at 128 (16/32 1024×8: two waves of 16 chunks, per-CTA start and end included), so
+    one wave of 128 beats two waves of 64 by ≈ 1.3×; with both in one wave 64 wins by ≈ 1.5×.
+    (Until session 5 the rule was "128 iff sequences × heads ≥ SMs", which ran N·HV in
+    (SMs/2, SMs) — 16/32 8192×4 among them — as two waves at 64.)"""
+    if head_v_dim % 64:
+        return 128
+    return 64 if num_seqs * num_v_heads * (head_v_dim // 64) <= sms else 128
+
+
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
     """Host-only variant choice for a batch, stored in ``plan.kernel_data`` (keyed by HV and V).
 
-    V-block width: 128 when sequences × heads fill the chip, else 64 (twice the CTAs on the
-    serial chain). ``QLA_BLOCK_V`` forces a width (A/B runs). Reads only host fields of the plan.
+    V-block width: :func:`choose_block_v`. ``QLA_BLOCK_V`` forces a width (A/B runs). Reads only
+    host fields of the plan.
     """
     key = ("hopper", num_v_heads, head_v_dim)
     got = plan.kernel_data.get(key)
@@ -241,8 +256,7 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
                              f"and divide head_v_dim {head_v_dim}")
     else:
         sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
-        ctas = plan.num_seqs * num_v_heads
-        block_v = 128 if ctas >= sms or head_v_dim % 64 else 64
+        block_v = choose_block_v(plan.num_seqs, num_v_heads, head_v_dim, sms)
     got = {"block_v": block_v}
     plan.kernel_data[key] = got
     return got
