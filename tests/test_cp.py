@@ -483,14 +483,27 @@ def test_block_v_override(monkeypatch):
     assert hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)["block_v"] == 64
 
 
-@pytest.mark.parametrize("num_seqs,hv,want", [
-    (1, 32, 64), (2, 32, 64), (1, 66, 64),        # V-block 64's CTAs fit one wave of 132 SMs
-    (4, 32, 128), (1, 67, 128), (16, 8, 128),     # 64 would need two waves: one wave of 128 instead
-    (8, 32, 128), (256, 8, 128),
+@pytest.mark.parametrize("seqlens,hv,want", [
+    ([32768], 32, 64), ([8192] * 2, 32, 64), ([4096], 66, 64),   # V-block 64's CTAs fit one wave of 132 SMs
+    ([8192] * 4, 32, 128), ([512] * 16, 8, 128),                 # equal lengths: one wave of 128, not two of 64
+    ([28672, 4096], 64, 64),                                     # the long chain is the time either way
+    ([16384, 16384], 48, 128),                                   # 192 CTAs at 64: two full chains back to back
+    ([1024] * 8, 32, 128), ([1] * 256 + [4096], 8, 128),         # 128's CTAs alone fill the chip
 ])
-def test_choose_block_v_counts_waves(num_seqs, hv, want):
+def test_choose_block_v(seqlens, hv, want):
     from qla_serve.kernels import hopper
 
-    assert hopper.choose_block_v(num_seqs, hv, 128, 132) == want
-    plan = plan_prefill(torch.tensor([0] + [64 * (i + 1) for i in range(num_seqs)], dtype=torch.int32), device="meta")
+    assert hopper.choose_block_v(seqlens, hv, 128, 132) == want
+    cu = [0]
+    for n in seqlens:
+        cu.append(cu[-1] + n)
+    plan = plan_prefill(torch.tensor(cu, dtype=torch.int32), device="meta")
     assert hopper.plan_hopper(plan, hv, 128)["block_v"] == want
+
+
+def test_walk_finish_is_the_block_schedulers_greedy():
+    from qla_serve.kernels import hopper
+
+    assert hopper._walk_finish([128] * 4, 64, 132) == 256          # 256 CTAs: two waves
+    assert hopper._walk_finish([448, 64], 128, 132) == 512         # 4 SMs take short CTAs beside the long ones
+    assert hopper._walk_finish([10, 1], 3, 2) == 20                # the third long CTA waits for an SM

@@ -19,6 +19,7 @@ Per-batch choices (the V-block width, CP partitions) come from the host plan (:f
 """
 from __future__ import annotations
 
+import heapq
 import os
 import threading
 import time
@@ -223,19 +224,43 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count[idx]
 
 
-def choose_block_v(num_seqs: int, num_v_heads: int, head_v_dim: int = 128, sms: int = 132) -> int:
-    """The V-block width with the fewer waves × per-chunk cost: 64 while its CTAs (two per
-    sequence and head) fit the chip in one wave, else 128.
+# Per-chunk step of one walk CTA (µs), RS walk on the H200, session 5 (kkt_solve subtracted):
+# V-block 64 from 16/32 8192×4 (256 CTAs, two waves of 128 chunks), 128 from 16/32 1024×8 (two
+# waves of 16 chunks, so its CTAs' start and end are in it). Only their ratio matters here.
+CHUNK_STEP_US = {64: 3.3, 128: 4.9}
 
-    The walk runs one CTA per SM at either width. Measured per chunk step (RS walk, session 5,
-    kkt_solve subtracted): ≈ 3.3 µs at 64 (16/32 8192×4: 256 CTAs = two waves of 128 chunks) and
-    ≈ 4.9 µs at 128 (16/32 1024×8: two waves of 16 chunks, per-CTA start and end included), so
-    one wave of 128 beats two waves of 64 by ≈ 1.3×; with both in one wave 64 wins by ≈ 1.5×.
-    (Until session 5 the rule was "128 iff sequences × heads ≥ SMs", which ran N·HV in
-    (SMs/2, SMs) — 16/32 8192×4 among them — as two waves at 64.)"""
+
+def _walk_finish(chunks: Sequence[int], ctas_per_seq: int, sms: int) -> int:
+    """Chunk steps until the last walk CTA ends, one CTA per SM, CTAs handed out in grid order
+    (sequence by sequence) to whichever SM frees first: what the block scheduler does."""
+    free = [0] * sms
+    for n in chunks:
+        for _ in range(ctas_per_seq):
+            heapq.heapreplace(free, free[0] + n)
+    return max(free)
+
+
+def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132) -> int:
+    """The V-block width whose walk ends first; the walk runs one CTA per SM at either width.
+
+    - V-block 64's CTAs (two per sequence and head) fit one wave: 64 (its chunk step is shorter).
+    - V-block 128's alone fill the chip: 128 (half the CTAs for less than twice the step).
+    - Between the two, 128 runs one wave and 64 more than one: compare the longest sequence's
+      chain at 128 with 64's schedule (:func:`_walk_finish`), each times its chunk step. Equal
+      lengths pick 128 (16/32 8192×4: two waves of 64 cost 2 × 3.3 against 4.9 µs a chunk); one long
+      sequence beside short ones keeps 64 (16/64 28672+4096: its chain is the time either way).
+    Until session 5 the rule was "128 iff sequences × heads ≥ SMs", i.e. 64 in the whole middle band."""
     if head_v_dim % 64:
         return 128
-    return 64 if num_seqs * num_v_heads * (head_v_dim // 64) <= sms else 128
+    per_seq64 = num_v_heads * (head_v_dim // 64)
+    if len(seqlens) * per_seq64 <= sms:
+        return 64
+    if len(seqlens) * num_v_heads * max(1, head_v_dim // 128) >= sms:
+        return 128
+    chunks = [(n + CHUNK - 1) // CHUNK for n in seqlens]
+    t64 = _walk_finish(chunks, per_seq64, sms) * CHUNK_STEP_US[64]
+    t128 = max(chunks) * CHUNK_STEP_US[128]
+    return 128 if t128 < t64 else 64
 
 
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
@@ -256,7 +281,7 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
                              f"and divide head_v_dim {head_v_dim}")
     else:
         sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
-        block_v = choose_block_v(plan.num_seqs, num_v_heads, head_v_dim, sms)
+        block_v = choose_block_v(plan.seqlens, num_v_heads, head_v_dim, sms)
     got = {"block_v": block_v}
     plan.kernel_data[key] = got
     return got
