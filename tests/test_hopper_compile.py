@@ -63,3 +63,39 @@ def test_variant_compiles_for_sm90a(var):
     n = hopper.compile_count
     hopper.fwd_kernel(var)
     assert hopper.compile_count == n
+
+
+def _fwd_args_on_cpu(var):
+    """A well-formed call of the variant's walk on CPU tensors: the generated host code rejects it at
+    its first device check, which is as far as a machine without a GPU can follow a launch."""
+    import torch
+
+    T, H, HV = 64, var.num_k_heads, var.num_v_heads
+    q = torch.randn(T, H, 128).bfloat16()
+    pool = torch.zeros(2, HV, 128, 128, dtype=getattr(torch, var.pool_dtype))
+    return (q, q.clone(), torch.randn(T, HV, 128).bfloat16(), torch.zeros(T, HV), torch.zeros(T, HV, 64).bfloat16(),
+            torch.tensor([0, T], dtype=torch.int32), torch.tensor([1], dtype=torch.int32),
+            torch.ones(1, dtype=torch.uint8), pool, torch.empty(T, HV, 128).bfloat16(), 0)
+
+
+def test_direct_launch_reaches_the_same_host_checks():
+    """CompiledKernel launches through the TVM-FFI entry function; the argument checks it reaches are
+    the generated host code's, the same ones TileLang's wrapper leads to (same message, same order)."""
+    var = SUBSET[0]
+    fwd = hopper.fwd_kernel(var)
+    assert isinstance(fwd, hopper.CompiledKernel) and fwd.direct is not None
+    args = _fwd_args_on_cpu(var)
+    messages = []
+    for launch in (fwd, fwd.kernel):
+        with pytest.raises(RuntimeError, match="device_type mismatch") as err:
+            launch(*args)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+    with pytest.raises(RuntimeError, match="input q device_type"):       # argument order: q first
+        fwd(*args)
+
+
+def test_direct_launch_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv(hopper.DIRECT_LAUNCH_ENV, "0")
+    kern = hopper.CompiledKernel(hopper.fwd_kernel(SUBSET[0]).kernel)
+    assert kern.direct is None and kern._launch is kern.kernel
