@@ -12,7 +12,8 @@ Times are do_bench medians (ms). Writes kernels.json, kernels.md and kernels.png
 
 CP sweep (issue 4): ``--cp-sweep`` times QLA's whole prefill with the longest sequence forced to
 P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096,
-1×4096, 1×2048 for heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's constants into cp_fit.json:
+1×4096, 1×2048 for heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's
+constants into cp_fit.json:
 
     python bench_serving/kernels.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
 """
@@ -393,8 +394,8 @@ def cp_sweep(args) -> None:
             json.dump(fit, f, indent=1)
         p = fit["params"]
         print(f"[cp-sweep] fit: CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
-              f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}) geomean slowdown {fit['geomean_slowdown']:.3f} "
-              f"worst {fit['worst_slowdown']:.3f}", flush=True)
+              f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}) "
+              f"geomean slowdown {fit['geomean_slowdown']:.3f} worst {fit['worst_slowdown']:.3f}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"[cp-sweep] fit failed: {exc!r}", flush=True)
 

@@ -289,7 +289,7 @@ def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 1
       chain at 128 with 64's schedule (:func:`_walk_finish`), each times its chunk step. Equal
       lengths pick 128 (16/32 8192×4: two waves of 64 cost 2 × 3.3 against 4.9 µs a chunk); one long
       sequence beside short ones keeps 64 (16/64 28672+4096: its chain is the time either way).
-    Until session 5 the rule was "128 iff sequences × heads ≥ SMs", i.e. 64 in the whole middle band."""
+    Before session 6 the rule was "128 iff sequences × heads ≥ SMs", i.e. 64 in the whole middle band."""
     if head_v_dim % 64:
         return 128
     per_seq64 = num_v_heads * (head_v_dim // 64)

@@ -327,7 +327,8 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
         score = math.exp(sum(logs) / max(1, len(logs)))
         worst = max((v["slowdown"] for v in picks.values()), default=1.0)
         # ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
-        # partitions: rows too short to split were not swept, so split no finer than needed)
+        # partitions: rows too short to split were not swept, so split no finer than needed; then
+        # the smallest min_seq_chunks, which leaves every longer sequence's pick as it was)
         if (best is None or score < best["geomean_slowdown"] - 1e-9
                 or (score <= best["geomean_slowdown"] + 1e-9 and worst < best["worst_slowdown"] - 1e-9)):
             best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp, "min_seq_chunks": ms},
