@@ -213,8 +213,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             for i, j in T.Parallel(R, C):
                 uT[i, j] = uT[i, j] * egl_s[b, j]
             T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
-            # γ of the chunk's last valid token (the loader pads a short chunk with it)
-            decay[0] = T.exp(g_s[b, C - 1])
+            # e^γ of the chunk's last valid token (the loader pads a short chunk with it): the
+            # loader's eg_s holds it already, the same expf of the same γ, so no exp on the chain
+            decay[0] = eg_s[b, C - 1]
             for i, j in T.Parallel(R, K):
                 X[i, j] = X[i, j] * decay[0]
             # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
