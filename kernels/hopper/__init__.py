@@ -105,6 +105,8 @@ class CompiledKernel:
         return self._launch(*args)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "kernel":                    # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
         return getattr(self.kernel, name)
 
 
