@@ -20,6 +20,7 @@ Per-batch choices (the V-block width, CP partitions) come from the host plan (:f
 from __future__ import annotations
 
 import heapq
+import logging
 import os
 import threading
 import time
@@ -123,8 +124,15 @@ def _entry_function(kernel: Any) -> Any:
         ex = adapter._get_executable()          # a Module when loaded from the disk cache
         mod = ex if isinstance(ex, tvm_ffi.Module) else ex.jit()
         return mod.main
-    except Exception:                           # another adapter or TileLang version: the wrapper
+    except Exception as exc:                    # another adapter or TileLang version: the wrapper
+        if not _direct_launch_refused:
+            _direct_launch_refused.append(repr(exc))
+            logging.getLogger("qla_serve").info(
+                "qla-serve: TileLang kernels launch through TileLang's wrapper (no TVM-FFI entry: %r)", exc)
         return None
+
+
+_direct_launch_refused: list[str] = []          # the first reason, logged once
 
 
 def _compile(prim_func, pass_configs) -> CompiledKernel:
