@@ -1,0 +1,134 @@
+"""Static SASS instruction counts of the Hopper kernels, by warp role, on a machine without a GPU.
+
+    python bench_serving/sass_count.py [--heads 16/32] [--block-v 64] [--phase 0] [--kernel fwd|kkt]
+                                       [--fused-fwd FILE] [--top 12]
+
+Builds one variant with TileLang for sm_90a (TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100; the disk
+cache serves it when it is there), compiles the generated device_kernel.cu again with
+``nvcc -lineinfo`` and disassembles the cubin with ``nvdisasm -g``, then sums instructions per line
+of the generated source. The fused walk's lines are split by its three ``setmaxnreg`` calls into
+the consumers, WG_P and the IO warps; kkt_solve is one region. ``--fused-fwd`` counts another
+version of fused_fwd.py (e.g. ``git show REV:kernels/hopper/fused_fwd.py > old.py``).
+
+The counts are what the code contains (a loop body once), not instructions executed, and not time:
+they say where a kernel's instructions are, and whether an edit removed some. nvdisasm comes from
+$NVDISASM, PATH, or the copy Triton bundles (``triton/backends/nvidia/bin``, e.g. in .venv-vllm).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
+INSTR = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
+
+
+def find_nvdisasm() -> str:
+    found = os.environ.get("NVDISASM") or shutil.which("nvdisasm")
+    if found:
+        return found
+    spec = importlib.util.find_spec("triton")
+    roots = [os.path.dirname(spec.origin)] if spec and spec.origin else []
+    roots += glob.glob(os.path.join(ROOT, ".venv*", "lib", "python3*", "site-packages", "triton"))
+    for root in roots:
+        path = os.path.join(root, "backends", "nvidia", "bin", "nvdisasm")
+        if os.path.exists(path):
+            return path
+    raise SystemExit("nvdisasm not found: set NVDISASM (Triton bundles one under triton/backends/nvidia/bin)")
+
+
+def kernel_source(args) -> str:
+    from qla_serve.kernels import hopper
+
+    if args.fused_fwd:                  # the walk's builder is looked up on the package at call time
+        name = "qla_serve.kernels.hopper.fused_fwd"
+        spec = importlib.util.spec_from_file_location(name, args.fused_fwd)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+        hopper.fused_fwd = module
+    H, HV = (int(x) for x in args.heads.split("/"))
+    var = hopper.Variant(H, HV, pool_dtype=args.pool_dtype, state_layout=args.layout, block_v=args.block_v)
+    kern = hopper.kkt_kernel_for(var) if args.kernel == "kkt" else hopper.fwd_kernel(var, phase=args.phase)
+    return kern.get_kernel_source()
+
+
+def count(source: str, nvdisasm: str) -> tuple[dict[int, collections.Counter], list[str]]:
+    """{source line: Counter(opcode)} for the lines of ``source`` (instructions of inlined headers
+    are left out: they belong to no line of the kernel's own code)."""
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "device_kernel.cu")
+        with open(src, "w") as f:
+            f.write(source)
+        cubin = os.path.join(tmp, "k.cubin")
+        subprocess.run(["nvcc", "--cubin", "-O3", "-lineinfo", "-gencode", "arch=compute_90a,code=sm_90a",
+                        "-std=c++20", f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-w",
+                        "-o", cubin, src], check=True)
+        sass = subprocess.run([nvdisasm, "-g", "-c", cubin], check=True, capture_output=True, text=True).stdout
+    return parse(sass), source.split("\n")
+
+
+def parse(sass: str) -> dict[int, collections.Counter]:
+    """nvdisasm -g text → {line of device_kernel.cu: Counter(opcode)}."""
+    per_line: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    line = None
+    for text in sass.splitlines():
+        m = LINE.search(text)
+        if m:
+            line = int(m.group(2)) if m.group(1).endswith("device_kernel.cu") else None
+            continue
+        m = INSTR.match(text)
+        if m and line is not None:
+            per_line[line][m.group(1)] += 1
+    return per_line
+
+
+def regions(lines: list[str], kernel: str) -> list[tuple[str, int, int]]:
+    """(name, first line, last line), 1-based. The walk: split at its setmaxnreg calls."""
+    if kernel == "kkt":
+        return [("kkt_solve", 1, len(lines))]
+    marks = [i + 1 for i, text in enumerate(lines) if "tl::warpgroup_reg_" in text]
+    if len(marks) < 3:
+        return [("walk", 1, len(lines))]
+    return [("consumers", marks[0], marks[1] - 1), ("WG_P", marks[1], marks[2] - 1), ("IO", marks[2], len(lines))]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernel", choices=("fwd", "kkt"), default="fwd")
+    ap.add_argument("--heads", default="16/32")
+    ap.add_argument("--block-v", type=int, default=64)
+    ap.add_argument("--phase", type=int, default=0, choices=(0, 1, 3))
+    ap.add_argument("--pool-dtype", default="float32")
+    ap.add_argument("--layout", default="vk")
+    ap.add_argument("--fused-fwd", help="another fused_fwd.py to count instead of the checkout's")
+    ap.add_argument("--top", type=int, default=12, help="show the source lines with the most instructions")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")     # sm_90a without a GPU
+    per_line, lines = count(kernel_source(args), find_nvdisasm())
+    print(f"{args.kernel} {args.heads} V-block {args.block_v} phase {args.phase} {args.pool_dtype} {args.layout}"
+          f"{' (' + args.fused_fwd + ')' if args.fused_fwd else ''}: "
+          f"{sum(sum(c.values()) for c in per_line.values())} instructions on the kernel's own lines")
+    for name, a, b in regions(lines, args.kernel):
+        ops = collections.Counter()
+        for n in range(a, b + 1):
+            ops.update(per_line.get(n, {}))
+        print(f"  {name:10s} lines {a}-{b}: {sum(ops.values())}  ({', '.join(f'{k} {v}' for k, v in ops.most_common(10))})")
+    for n, ops in sorted(per_line.items(), key=lambda kv: -sum(kv[1].values()))[:args.top]:
+        print(f"  {sum(ops.values()):5d}  line {n}: {lines[n - 1].strip()[:110]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
