@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=os.cpu_count())
     ap.add_argument("--heads", default=BENCH_HEADS, help="bench head configs H/HV (comma-separated)")
     ap.add_argument("--no-tests", action="store_true")
+    ap.add_argument("--host-profile", action="store_true",
+                    help="also host_profile.py's variants (bf16 pool) for the --heads configs")
     ap.add_argument("--block-v", default=",".join(str(b) for b in hopper.KERNEL_BLOCK_V),
                     help="V-block widths to build for every variant")
     args = ap.parse_args()
@@ -84,6 +86,8 @@ def main() -> None:
     for hv in args.heads.split(","):
         H, HV = (int(x) for x in hv.split("/"))
         vs += [variant(H, HV, torch.float32, "vk", False, True, False, 0, bv) for bv in widths]
+        if args.host_profile:
+            vs += [variant(H, HV, torch.bfloat16, "vk", False, True, False, 0, bv) for bv in widths]
     if not args.no_tests:
         vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in widths]
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
