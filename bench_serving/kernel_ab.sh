@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Kernel A/B on one GPU: the checkout's walk kernel against alternative versions of
-# kernels/hopper/fused_fwd.py (e.g. experiment branches), same inputs, same run.
+# kernels/hopper/fused_fwd.py (e.g. experiment branches), same inputs, same run. A FILE named
+# kkt_solve*.py replaces kernels/hopper/kkt_solve.py instead.
 #
 #   bash bench_serving/kernel_ab.sh OUT LABEL=FILE [LABEL=FILE ...]      # "tree" = the checkout
 #
@@ -40,7 +41,11 @@ make_site() {  # label file → OUT/site-<label>, laid out like the installed pa
   rm -rf "$site/bench_serving/results"
   cp -r "$ROOT/kernels" "$site/qla_serve/kernels"
   cp -r "$ROOT/integrations" "$site/qla_serve/integrations"
-  [ -n "$2" ] && cp "$2" "$site/qla_serve/kernels/hopper/fused_fwd.py"
+  case "$(basename "${2:-none}")" in         # kkt_solve*.py replaces kkt_solve.py, any other file the walk
+    none) ;;
+    kkt_solve*.py) cp "$2" "$site/qla_serve/kernels/hopper/kkt_solve.py" ;;
+    *) cp "$2" "$site/qla_serve/kernels/hopper/fused_fwd.py" ;;
+  esac
   (cd / && PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c "import qla_serve.kernels.hopper.fused_fwd as m, sys; sys.exit(not m.__file__.startswith('$site'))") \
     || { echo "[ab] $1: the copy is not what imports" >&2; return 1; }
 }
