@@ -34,6 +34,9 @@ def check_tables(seqlens, tab: cp.CPTables):
     vs = list(tab.vs_offsets_h)
     assert tab.vs_offsets.tolist() == vs and len(vs) == N + 1 and vs[-1] == len(cu_v) - 1
     seq_of_v, last_v = tab.seq_of_v.tolist(), tab.last_v.tolist()
+    # dtypes and shapes the kernels are compiled for; last_v travels packed in the int32 staging buffer
+    assert tab.last_v.dtype == torch.uint8 and tuple(tab.last_v.shape) == (len(cu_v) - 1,)
+    assert tab.seq_of_v.dtype == torch.int32 and tuple(tab.part_bounds.shape) == (len(tab.bounds), 2)
     bounds = [tuple(b) for b in tab.part_bounds.reshape(-1, 2).tolist()]
     assert bounds == [tuple(b) for b in tab.bounds]
     rows = tab.row_offsets.tolist()

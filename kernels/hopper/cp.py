@@ -40,7 +40,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
+
+from qla_serve.plan import stage_int32
 
 CHUNK = 64
 FORCE_ENV = "QLA_CP_PARTS"       # sweep aid: force P for the longest sequence (1 = CP off)
@@ -117,7 +120,7 @@ class CPTables:
     row_offsets_h: tuple[int, ...]  # [N] first partial row of each real one (host)
     # device
     cu_seqlens_v: torch.Tensor      # [NSV+1] int32
-    seq_of_v: torch.Tensor          # [NSV] int64: real sequence of each virtual one
+    seq_of_v: torch.Tensor          # [NSV] int32: real sequence of each virtual one
     last_v: torch.Tensor            # [NSV] uint8: 1 on each real sequence's last partition
     part_bounds: torch.Tensor       # [NSP, 2] int32
     vs_offsets: torch.Tensor        # [N+1] int32
@@ -156,22 +159,20 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
                 bounds.append((edges[p], edges[p + 1]))
         vs.append(len(cu_v) - 1)
         bos += n
-    dev = torch.device(device)
-    pin = dev.type == "cuda"
-
-    def to_dev(x, dtype, shape=None):
-        t = torch.tensor(x, dtype=dtype)
-        if shape is not None:
-            t = t.reshape(shape)
-        return t.pin_memory().to(dev, non_blocking=True) if pin else t.to(dev)
-
+    # One staged host→device copy for all six tables (qla_serve.plan.stage_int32): int32 throughout;
+    # last_v's 0/1 bytes travel packed four to an int32 word and come out as a uint8 view.
+    nsv = len(cu_v) - 1
+    last_bytes = np.zeros(-(-nsv // 4) * 4, dtype=np.uint8)
+    last_bytes[:nsv] = last_v
+    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d = stage_int32(
+        [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows],
+        torch.device(device))
     parts_eff = tuple(vs[j + 1] - vs[j] for j in range(len(seqlens)))
     return CPTables(
         parts=parts_eff, cu_v=tuple(cu_v), bounds=tuple(bounds), vs_offsets_h=tuple(vs),
         row_offsets_h=tuple(rows),
-        cu_seqlens_v=to_dev(cu_v, torch.int32), seq_of_v=to_dev(seq_of_v, torch.int64),
-        last_v=to_dev(last_v, torch.uint8), part_bounds=to_dev(bounds, torch.int32, (-1, 2)),
-        vs_offsets=to_dev(vs, torch.int32), row_offsets=to_dev(rows, torch.int32))
+        cu_seqlens_v=cu_d, seq_of_v=seq_d, last_v=last_d.view(torch.uint8)[:nsv],
+        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d)
 
 
 def _force_from_env() -> int | None:
