@@ -108,11 +108,14 @@ def test_rule(heads, seqlens, block_v, expect_cp):
 
 def test_min_seq_chunks_gates_cp():
     """min_seq_chunks is a bound on the longest sequence alone: below it no CP, at it the usual P."""
-    params = cp.CPParams(min_seq_chunks=64)
+    params = cp.CPParams(min_chunks=16, min_seq_chunks=64)
     assert cp.choose_parts([4032], 8, 128, 64, 132, params) == [1]          # 63 chunks
     assert cp.choose_parts([4096], 8, 128, 64, 132, params) == [4]          # 64 chunks: 132 // 16 → 8, 64 // 16 → 4
-    assert cp.choose_parts([2048], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [2]
+    assert cp.choose_parts([2048], 8, 128, 64, 132, cp.CPParams(min_chunks=16, min_seq_chunks=32)) == [2]
     assert cp.choose_parts([2048], 8, 128, 64, 132, params) == [1]
+    # the fitted defaults (session 7): nothing under 8192 tokens is split, 2/8 1×8192 gets the sweep's best P
+    assert cp.choose_parts([8128], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [1]
+    assert cp.choose_parts([8192], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [4]
 
 
 def test_rule_force_and_longest_gets_most():

@@ -52,21 +52,21 @@ DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
 
 @dataclass(frozen=True)
 class CPParams:
-    """Constants of the CP decision rule, fitted on the H200 (2026-11-30, :func:`fit_params` over
-    ``bench_serving/results/h200-session3/cp-sweep/cp_sweep.json``: heads 16/32 and 2/8, rows 1×32768,
-    1×16384, 1×8192, 28672+4096 at V-block 64; the rule's pick is 0.7 % slower than the best P
-    measured per row, geometric mean, 4.7 % at worst). min_chunks 2…16 fit those rows equally; 16
-    is kept, so no sequence is split into partitions shorter than any that were measured."""
+    """Constants of the CP decision rule, fitted on the H200 (session 7, 2026-11-30: :func:`fit_params`
+    over ``bench_serving/results/h200-session7/cp-sweep/cp_sweep.json``, the RS walk at V-block 64,
+    heads 16/32 and 2/8, rows 1×32768, 1×16384, 1×8192, 28672+4096, 1×4096, 1×2048, P = 1…32; the
+    rule's pick is 1.0 % slower than the best P measured per row, geometric mean, 12.8 % at worst
+    (2/8 1×4096, left unsplit where P = 4 was best). The constants before it (16 / 32 below) scored
+    11.7 % and 88 % at worst on the same sweep: they split the 2048-token rows, which lose 1.4–1.9×)."""
 
     target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
-    min_chunks: int = 16         # no partition shorter than this many 64-token chunks
+    min_chunks: int = 32         # no partition shorter than this many 64-token chunks (16 before session 7)
     max_parts: int = 32          # at most this many partitions per sequence
-    # No CP unless the longest sequence has this many chunks: a CP call launches three kernels more
-    # than a plain one and builds its tables on the host (session 5's host profile on the H200:
-    # ~0.19–0.3 ms of host time per CP call against ~0.11–0.15 ms for a plain one), which a short
-    # sequence cannot win back. 32 (2048 tokens) is the bound min_chunks = 16 already implied; the
-    # sweep's 1×2048 and 1×4096 rows decide it on the next refit.
-    min_seq_chunks: int = 32
+    # No CP unless the longest sequence has this many chunks (8192 tokens; 32 before session 7): a
+    # CP call launches three kernels more than a plain one, and the sweep's 1×4096 and 1×2048 rows
+    # gain nothing on the GPU from a split (16/32: 1.26–1.4× slower; 2/8 1×4096: 11 % faster at P=4,
+    # which the host time of the three launches and the tables would take back in serving).
+    min_seq_chunks: int = 128
 
 
 DEFAULT_PARAMS = CPParams()
