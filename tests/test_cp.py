@@ -493,6 +493,7 @@ def test_block_v_override(monkeypatch):
     ([32768], 32, 64), ([8192] * 2, 32, 64), ([4096], 66, 64),   # V-block 64's CTAs fit one wave of 132 SMs
     ([8192] * 4, 32, 128), ([512] * 16, 8, 128),                 # equal lengths: one wave of 128, not two of 64
     ([28672, 4096], 64, 64),                                     # the long chain is the time either way
+    ([7000, 600, 300, 200, 92], 32, 64),                         # (measured 0.28 ms at 64, 0.35 at 128)
     ([16384, 16384], 48, 128),                                   # 192 CTAs at 64: two full chains back to back
     ([1024] * 8, 32, 128), ([1] * 256 + [4096], 8, 128),         # 128's CTAs alone fill the chip
 ])
@@ -507,9 +508,38 @@ def test_choose_block_v(seqlens, hv, want):
     assert hopper.plan_hopper(plan, hv, 128)["block_v"] == want
 
 
-def test_walk_finish_is_the_block_schedulers_greedy():
+def test_walk_estimate_counts_waves_and_the_longest_cta():
     from qla_serve.kernels import hopper
 
-    assert hopper._walk_finish([128] * 4, 64, 132) == 256          # 256 CTAs: two waves
-    assert hopper._walk_finish([448, 64], 128, 132) == 512         # 4 SMs take short CTAs beside the long ones
-    assert hopper._walk_finish([10, 1], 3, 2) == 20                # the third long CTA waits for an SM
+    fixed, step = hopper.WALK_COST_US[64]
+    one = fixed + 128 * step
+    assert hopper.walk_estimate_us([128] * 4, 64, 64, 132) == pytest.approx(2 * one)     # 256 CTAs: two waves
+    assert hopper.walk_estimate_us([128] * 2, 64, 64, 132) == pytest.approx(one)         # 128: one wave
+    # unequal lengths: the long chain when the rest fits beside it, else the work over the SMs
+    assert hopper.walk_estimate_us([448, 64], 64, 64, 132) == pytest.approx(fixed + 448 * step)
+    spread = hopper.walk_estimate_us([64, 63], 1024, 64, 132)
+    assert spread == pytest.approx(1024 * (2 * fixed + 127 * step) / 132) and spread > fixed + 64 * step
+
+
+def test_choose_block_v_on_the_measured_rows():
+    """Against session 7's H200 runs at both forced widths (24 rows): the rule's pick is within 5 % of
+    the faster width on every row the CP rule leaves whole, and 2 % over all rows (geometric mean)."""
+    import json
+    import math
+    import pathlib
+
+    from qla_serve.kernels import hopper
+
+    d = pathlib.Path(__file__).resolve().parents[1] / "bench_serving/results/h200-session7/block-v"
+    runs = {bv: {(r["heads"], r["mix"]): r for r in json.loads((d / f"forced-bv{bv}.json").read_text())["rows"]}
+            for bv in (64, 128)}
+    logs = []
+    for key, r64 in runs[64].items():
+        t = {bv: runs[bv][key]["qla_ms"] for bv in (64, 128)}
+        pick = hopper.choose_block_v(r64["seqlens"], int(key[0].split("/")[1]), 128, 132)
+        slow = t[pick] / min(t.values())
+        logs.append(math.log(slow))
+        if not (r64["qla_cp_parts"] or runs[128][key]["qla_cp_parts"]):
+            assert slow <= 1.05, (key, pick, t)
+    assert math.exp(sum(logs) / len(logs)) <= 1.02
+

@@ -19,7 +19,6 @@ Per-batch choices (the V-block width, CP partitions) come from the host plan (:f
 """
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import threading
@@ -274,43 +273,41 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count[idx]
 
 
-# Per-chunk step of one walk CTA (µs), RS walk on the H200, session 5 (kkt_solve subtracted):
-# V-block 64 from 16/32 8192×4 (256 CTAs, two waves of 128 chunks), 128 from 16/32 1024×8 (two
-# waves of 16 chunks, so its CTAs' start and end are in it). Only their ratio matters here.
-CHUNK_STEP_US = {64: 3.3, 128: 4.9}
+# One walk CTA's time (µs) = fixed + per_chunk × its chunks, RS walk on the H200 (session 7, the
+# walk as of session 6): least-squares fit (log error) of a simulation of the block scheduler's
+# greedy order to every row of bench_serving/results/h200-session7/block-v/ run at both forced
+# widths without CP (kkt_solve subtracted; ~10 % error per row). V-block 128 does twice the columns per CTA for
+# 1.4× the per-chunk time, which is why it wins once the CTAs of V-block 64 need more than one wave.
+WALK_COST_US = {64: (5.0, 1.85), 128: (10.0, 2.6)}
 
 
-def _walk_finish(chunks: Sequence[int], ctas_per_seq: int, sms: int) -> int:
-    """Chunk steps until the last walk CTA ends, one CTA per SM, CTAs handed out in grid order
-    (sequence by sequence) to whichever SM frees first: what the block scheduler does."""
-    free = [0] * sms
-    for n in chunks:
-        for _ in range(ctas_per_seq):
-            heapq.heapreplace(free, free[0] + n)
-    return max(free)
+def walk_estimate_us(chunks: Sequence[int], ctas_per_seq: int, block_v: int, sms: int) -> float:
+    """Estimated end of the walk: the longest CTA, or the work spread over the SMs (one CTA per
+    SM), whichever is longer; equal lengths count whole waves. O(N) on the host, as a serving plan
+    pays it for every batch: simulating the scheduler's greedy order CTA by CTA took 1.5 ms on the
+    CPU machine for 256×1+4096 at 64 value heads."""
+    fixed, per_chunk = WALK_COST_US[block_v]
+    longest = fixed + max(chunks) * per_chunk
+    jobs = len(chunks) * ctas_per_seq
+    if min(chunks) == max(chunks):
+        return -(-jobs // sms) * longest
+    return max(longest, (jobs * fixed + ctas_per_seq * per_chunk * sum(chunks)) / sms)
 
 
 def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132) -> int:
-    """The V-block width whose walk ends first; the walk runs one CTA per SM at either width.
+    """The V-block width (64 or 128) whose walk is estimated to end first (:func:`walk_estimate_us`).
 
-    - V-block 64's CTAs (two per sequence and head) fit one wave: 64 (its chunk step is shorter).
-    - V-block 128's alone fill the chip: 128 (half the CTAs for less than twice the step).
-    - Between the two, 128 runs one wave and 64 more than one: compare the longest sequence's
-      chain at 128 with 64's schedule (:func:`_walk_finish`), each times its chunk step. Equal
-      lengths pick 128 (16/32 8192×4: two waves of 64 cost 2 × 3.3 against 4.9 µs a chunk); one long
-      sequence beside short ones keeps 64 (16/64 28672+4096: its chain is the time either way).
-    Before session 6 the rule was "128 iff sequences × heads ≥ SMs", i.e. 64 in the whole middle band."""
+    V-block 64 has twice the CTAs and the shorter chunk step, so it wins while its CTAs fit one wave
+    or one long sequence sets the time (16/32 7000+600+300+200+92: 0.28 against 0.35 ms at 128);
+    128 wins where 64 would run whole extra waves (16/32 8192×4: 0.57 against 0.74 ms). Session 6's
+    rule ("128 whenever sequences × heads fill the SMs") took 128 for the first of those. CP
+    (:mod:`cp`) then splits long sequences at the chosen width."""
     if head_v_dim % 64:
         return 128
-    per_seq64 = num_v_heads * (head_v_dim // 64)
-    if len(seqlens) * per_seq64 <= sms:
-        return 64
-    if len(seqlens) * num_v_heads * max(1, head_v_dim // 128) >= sms:
-        return 128
-    chunks = [(n + CHUNK - 1) // CHUNK for n in seqlens]
-    t64 = _walk_finish(chunks, per_seq64, sms) * CHUNK_STEP_US[64]
-    t128 = max(chunks) * CHUNK_STEP_US[128]
-    return 128 if t128 < t64 else 64
+    chunks = [(n + CHUNK - 1) // CHUNK for n in seqlens] or [0]
+    t64 = walk_estimate_us(chunks, num_v_heads * (head_v_dim // 64), 64, sms)
+    t128 = walk_estimate_us(chunks, num_v_heads * max(1, head_v_dim // 128), 128, sms)
+    return 64 if t64 <= t128 else 128
 
 
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
