@@ -23,7 +23,8 @@
 # later only load them.
 # Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
 # plan's choice, then forced 128), AB_BASE (the ratios' reference run, default tree-bvplan),
-# AB_DEADLINE (seconds for the whole script; rows stop being started past it), PYTHON.
+# AB_DEADLINE (seconds for the whole script; each timed run gets an equal share of what is left, and
+# rows stop being started past it), PYTHON.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$(mkdir -p "${1:?usage: kernel_ab.sh OUT LABEL=FILE ...}" && cd "$1" && pwd)"
@@ -80,12 +81,18 @@ for i in "${!labels[@]}"; do
     echo "[ab] $l tests: $(tail -n 1 "$OUT/tests-$l.log")"
   fi
 done
-for bv in ${AB_BLOCK_V:-plan 128}; do
+widths_run=(${AB_BLOCK_V:-plan 128})
+runs_left=$(( ${#widths_run[@]} * ${#labels[@]} ))
+for bv in "${widths_run[@]}"; do
   for l in "${labels[@]}"; do
-    left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l bv=$bv: not started (${left}s left)"; continue; }
+    left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l bv=$bv: not started (${left}s left)"; runs_left=$((runs_left - 1)); continue; }
+    # An equal share of what is left for each run still to come: the first run cannot starve the
+    # last (session 7: seven labels in 250 s left the sixth 6 s and the seventh none).
+    share=$(( (left - 10) / runs_left )); runs_left=$((runs_left - 1))
+    [ "$share" -gt 45 ] || share=$((left - 10))
     env_bv=(); [ "$bv" != plan ] && env_bv=(QLA_BLOCK_V="$bv")
-    in_site "$l" env "${env_bv[@]}" timeout $((left - 10)) "$PY" bench_serving/kernels.py --backends qla \
-      --heads "$HEADS" --mixes "$MIXES" --budget-s $((left - 60)) --out "$OUT/$l-bv$bv" > "$OUT/$l-bv$bv.log" 2>&1
+    in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernels.py --backends qla \
+      --heads "$HEADS" --mixes "$MIXES" --budget-s $((share - 20)) --out "$OUT/$l-bv$bv" > "$OUT/$l-bv$bv.log" 2>&1
     echo "[ab] $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
   done
 done
