@@ -1,0 +1,38 @@
+"""bench_serving/kernels.py's host-side pieces on the CPU: the GPU-busy union and issue 3's target
+counts over both the wall-time and the GPU-busy ratios."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench_serving"))
+import kernels  # noqa: E402
+
+
+def test_busy_us_is_the_union_of_the_spans():
+    assert kernels.busy_us([]) == 0.0
+    assert kernels.busy_us([(20, 25), (0, 10), (5, 15)]) == pytest.approx(20)     # overlap counted once
+    assert kernels.busy_us([(0, 10), (2, 3), (10, 12)]) == pytest.approx(12)      # nested, touching
+    assert kernels.busy_us([(0, 1), (5, 6)]) == pytest.approx(2)                  # the gap is not busy
+
+
+def _row(heads, seqlens, q, fq, qg=None, fqg=None, qs=1.0, fqs=2.0):
+    return {"heads": heads, "mix": "m", "seqlens": seqlens, "qla_ms": q, "flashqla_ms": fq,
+            "qla_over_flashqla": q / fq, "qla_over_flashqla_gpu": (qg / fqg) if qg and fqg else None,
+            "flashqla_serving_over_qla_serving": fqs / qs, "fla_ms": None, "flashinfer_ms": None,
+            "qla_serving_ms": qs, "fla_serving_ms": None, "flashqla_serving_ms": fqs, "flashinfer_serving_ms": None}
+
+
+def test_targets_count_wall_and_gpu_ratios(tmp_path):
+    rows = [_row("16/32", [8192] * 4, 0.5, 0.7, qg=0.5, fqg=0.55),     # wall 0.71 meets, GPU 0.91 not
+            _row("16/32", [8192] * 4, 0.6, 0.7, qg=0.4, fqg=0.6),      # wall 0.86 not, GPU 0.67 meets
+            _row("2/8", [32768], 0.1, 1.0, qs=0.1, fqs=0.4),           # N·HV = 8: not counted in (a)
+            _row("16/32", [512] * 16, 0.5, 0.5)]                       # no GPU ratio: wall only
+    a, b = kernels.targets(rows)
+    assert a.endswith(": 1 of 3; on GPU-busy time: 1 of 2")
+    assert b.endswith(": 1 of 4")
+    out = tmp_path / "k.md"
+    kernels.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
+    text = out.read_text()
+    assert "| 16/32 | m | 0.500 |" in text and "QLA/FlashQLA GPU" in text and "0.909" in text
