@@ -18,4 +18,5 @@ def test_host_profile_cpu(tmp_path):
     long, short = rep["rows"]
     for row in rep["rows"]:
         assert all(row[k] > 0 for k in ("plan", "api", "glue")) and "launches" not in row
-    assert long["cp_parts"] == [8] and short["cp_parts"] is None     # 2/8: one 8K sequence is split
+    # 2/8: one 8K sequence is split (into the sweep's best P = 4 since session 7's refit), 16×512 is not
+    assert long["cp_parts"] == [4] and short["cp_parts"] is None
