@@ -6,6 +6,7 @@ serving engineer can act on ("needs sm_90 (Hopper), got sm_80"). ``QLA_BACKEND``
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -54,10 +55,11 @@ class TileLangBackend:
         q = call["q"]
         if q.device.type != "cuda":
             return f"needs a CUDA device, got {q.device.type}"
-        cc = torch.cuda.get_device_capability(q.device)
+        index = q.device.index
+        cc = _capability(torch.cuda.current_device() if index is None else index)
         if cc != (9, 0):
             return f"needs sm_90 (Hopper), got sm_{cc[0]}{cc[1]}"
-        if importlib.util.find_spec("tilelang") is None:
+        if not _tilelang_installed():
             return "tilelang is not installed (pip install 'qla-serve[tilelang]')"
         from .kernels import hopper
 
@@ -67,6 +69,18 @@ class TileLangBackend:
         from .kernels import hopper
 
         hopper.gdn_prefill_hopper(**call)
+
+
+# Both asked on every call (an engine asks once per layer per step): ``find_spec`` walks sys.path
+# (~40 µs here), so each answer is kept for the process.
+@functools.cache
+def _capability(device_index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(device_index)
+
+
+@functools.cache
+def _tilelang_installed() -> bool:
+    return importlib.util.find_spec("tilelang") is not None
 
 
 BACKENDS: tuple[Backend, ...] = (TileLangBackend(), ReferenceBackend())

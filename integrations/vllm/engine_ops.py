@@ -52,6 +52,18 @@ def kernel_why_not(layer, plan, act_dtype: torch.dtype) -> str | None:
     if dispatch.requested_backend() != "auto":
         return None
     pool, layout = state_pool(layer)
+    # The answer depends on the pool, the activation dtype and the sequence count only; asking the
+    # backends costs tens of µs of host time, once per GDN layer per step, so keep it per layer.
+    answers = layer.__dict__.setdefault("qla_kernel_answers", {})
+    key = (act_dtype, plan.num_seqs, pool.data_ptr(), pool.dtype, tuple(pool.shape), pool.stride(0))
+    if key not in answers:
+        answers[key] = _ask_kernels(layer, pool, layout, plan, act_dtype)
+    return answers[key]
+
+
+def _ask_kernels(layer, pool: torch.Tensor, layout: str, plan, act_dtype: torch.dtype) -> str | None:
+    from qla_serve import dispatch
+
     dev = pool.device
     H, HV = layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size
     Kd, Vd = layer.head_k_dim, layer.head_v_dim

@@ -73,6 +73,11 @@ def _say_once(level: int, msg: str, *args: Any) -> None:
 class QLAGDNAttentionMetadata(GDNAttentionMetadata):
     qla_plan: PrefillPlan | None = None     # prefill slice: num_prefills sequences
     qla_conv_metadata: Any = None           # vLLM's causal-conv tables for the same slice (CUDA)
+    # Dense copies of the prefill slice's state indices / has-initial-state flags. vLLM's indices
+    # are column 0 of its block table (a strided view) and the kernels index dense vectors: one
+    # async device copy per step here instead of one per GDN layer.
+    qla_state_indices: torch.Tensor | None = None
+    qla_has_initial_state: torch.Tensor | None = None
 
 
 class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
@@ -91,6 +96,8 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
             **fields,
             qla_plan=plan_prefill(cu_cpu, device=device),
             qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device),
+            qla_state_indices=md.prefill_state_indices[:npf].contiguous(),
+            qla_has_initial_state=md.prefill_has_initial_state[:npf].contiguous(),
         )
 
 
@@ -181,7 +188,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         drop = {"has_initial_state", "prefill_query_start_loc", "prefill_state_indices",
                 "prefill_has_initial_state", "chunk_indices", "chunk_offsets", "nums_dict",
                 "batch_ptr", "token_chunk_offset_ptr", "checkpoint", "aiter_prefill_metadata",
-                "qla_plan", "qla_conv_metadata"}
+                "qla_plan", "qla_conv_metadata", "qla_state_indices", "qla_has_initial_state"}
         names = {f.name for f in dataclasses.fields(md)}
         decode_md = dataclasses.replace(
             md, num_prefills=0, num_prefill_tokens=0, num_actual_tokens=ndt,
@@ -210,10 +217,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         plan: PrefillPlan = md.qla_plan
         n = plan.num_seqs
         cu = md.prefill_query_start_loc[: n + 1]
-        # vLLM's state indices are column 0 of its block table: a strided view. Kernels index a
-        # dense [N] vector, so give them one (a tiny async device copy; no sync).
-        idx = md.prefill_state_indices[:n].contiguous()
-        has_state = md.prefill_has_initial_state[:n].contiguous()
+        idx, has_state = md.qla_state_indices, md.qla_has_initial_state
         conv_out = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata)
         q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b)
         pool, layout = engine_ops.state_pool(self)

@@ -130,3 +130,41 @@ def test_full_attention_under_qla_is_the_platform_default():
     sel = AttentionSelectorConfig(head_size=64, dtype=torch.bfloat16, kv_cache_dtype="auto", block_size=None)
     assert current_platform.get_attn_backend_cls(AttentionBackendEnum.QLA, sel) == \
         current_platform.get_attn_backend_cls(None, sel)
+
+
+def test_kernel_probe_is_asked_once_per_pool_dtype_and_batch_size(monkeypatch):
+    """On CUDA the adapter asks qla-serve's kernels whether they take a step's prefill; the answer
+    is kept per layer (it was tens of µs of host time per layer per step), and asked again when the
+    sequence count or the pool changes."""
+    import torch
+
+    from qla_serve import dispatch
+    from qla_serve.integrations.vllm import engine_ops
+
+    asked = []
+
+    class Picky:
+        name = "tilelang"
+
+        def why_not(self, op, call):
+            asked.append(call["plan"].num_seqs)
+            return None if call["plan"].num_seqs < 3 else "too many sequences"
+
+    monkeypatch.setattr(engine_ops, "IS_CUDA", True)
+    monkeypatch.setattr(engine_ops, "IS_CPU", False)
+    monkeypatch.setattr(dispatch, "BACKENDS", (Picky(), dispatch.ReferenceBackend()))
+    monkeypatch.delenv(dispatch.BACKEND_ENV, raising=False)
+    layer = SimpleNamespace(num_k_heads=2, num_v_heads=4, tp_size=1, head_k_dim=8, head_v_dim=8,
+                            kv_cache=(None, torch.zeros(5, 4, 8, 8)))
+    plan = lambda n: SimpleNamespace(num_seqs=n)  # noqa: E731
+    for _ in range(3):
+        assert engine_ops.kernel_why_not(layer, plan(2), torch.bfloat16) is None
+    why = engine_ops.kernel_why_not(layer, plan(4), torch.bfloat16)
+    assert why is not None and "tilelang: too many sequences" in why
+    assert engine_ops.kernel_why_not(layer, plan(4), torch.bfloat16) == why
+    assert asked == [2, 4]
+    layer.kv_cache = (None, torch.zeros(5, 4, 8, 8, dtype=torch.bfloat16))  # a new pool: ask again
+    assert engine_ops.kernel_why_not(layer, plan(2), torch.bfloat16) is None
+    assert asked == [2, 4, 2]
+    monkeypatch.setenv(dispatch.BACKEND_ENV, "tilelang")  # a forced backend is honoured as is
+    assert engine_ops.kernel_why_not(layer, plan(4), torch.bfloat16) is None
