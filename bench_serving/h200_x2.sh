@@ -19,16 +19,21 @@
 #          4/16, 16/48 (part B), then the CP sweep (issue 4) with what time is left.
 #   graphs gpu_vllm_check.sh --no-eager --prefix-caching, qla on GPU 1 beside triton on GPU 0
 #          (both start at once: torch.compile + CUDA-graph capture; issue 5's graphs and "align").
+#   matrix issue 7's matrix, one shape per GPU at once: GPU 0 runs GPU0_SHAPE (default full),
+#          GPU 1 GPU1_SHAPE (default tp8rank), preset MATRIX_PRESET (default h200: CUDA graphs on),
+#          each resumable in its own .work/bench-h200-gpuN; a GPU whose matrix is complete then
+#          runs GPUN_AFTER (a command, given $GPU_LEFT seconds and $S) with the time left.
 #
 # Every job gets a deadline below the device tool's 600 s; at the end the stage's folder is packed
 # into $OUT/<stage>.tar.gz (the tool returns at most 8 files) beside a short $OUT/<stage>.txt.
 # `python3 bench_serving/kernels.py --merge A/kernels.json B/kernels.json --out DIR` joins the two
 # table parts afterwards. Env: STAGE_S (default 540) = the stage's deadline in seconds; for `serve`
-# also SHAPES (default full), MATRIX_ARGS and GPU1_CMD (see the stage).
+# also SHAPES (default full), MATRIX_ARGS and GPU1_CMD (see the stage); for `prep` PREP_TESTS=0
+# (builds only: no GPU tests, no SGLang test) and PREP_MODELS (gpu_prep.sh's).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-stage="${1:?usage: h200_x2.sh prep|tp1|tp2|serve|graphs}"
+stage="${1:?usage: h200_x2.sh prep|tp1|tp2|serve|graphs|matrix}"
 OUT="${OUT:-$ROOT/.work/x2}"
 S="$OUT/$stage"
 mkdir -p "$S"
@@ -62,6 +67,7 @@ prep)
     bash bench_serving/kernel_ab.sh "$S/ab-build" $AB_ALTS > "$S/ab-build.log" 2>&1
   wait $p2; wait $p1
   echo "builds done at $SECONDS s" >> "$S/prep.log"
+  [ "${PREP_TESTS:-1}" = 0 ] && exit 0
   ( CUDA_VISIBLE_DEVICES=0 OUT="$S/sglang" SGLANG_TEST_TIMEOUT=$(( $(left) - 15 )) bash tests/sglang/run_gpu.sh
     [ -n "${AB_ALTS:-}" ] && CUDA_VISIBLE_DEVICES=0 AB_TESTS="${AB_TESTS:-0}" AB_BLOCK_V=plan AB_BASE="${AB_REF:-tree}-bvplan" AB_DEADLINE=$(( $(left) - 15 )) \
       bash bench_serving/kernel_ab.sh "$S/ab-gpu0" $AB_ALTS > "$S/ab-gpu0.log" 2>&1 ) > "$S/sglang.log" 2>&1 &
@@ -103,5 +109,20 @@ graphs)
     bash bench_serving/gpu_vllm_check.sh --ref triton --no-eager --prefix-caching --startup-timeout $(( $(left) - 120 )) \
     > "$S/check.log" 2>&1
   ;;
-*) echo "unknown stage $stage (prep, tp1, tp2, serve, graphs)" >&2; exit 2 ;;
+matrix)
+  one_gpu() {  # $1 = GPU index, $2 = shape, $3 = follow-up command
+    local log="$S/matrix-gpu$1.log"
+    CUDA_VISIBLE_DEVICES=$1 PRESET="${MATRIX_PRESET:-h200}" SHAPES="$2" DEADLINE=$(( $(left) - 20 )) \
+      RESULTS="$ROOT/.work/bench-h200-gpu$1" OUT="$S/matrix-gpu$1" bash bench_serving/run_h200.sh ${MATRIX_ARGS:-} > "$log" 2>&1
+    if grep -q "^matrix complete" "$log" && [ -n "$3" ] && [ "$(left)" -gt 60 ]; then
+      echo "after-job at $SECONDS s: $3" >> "$log"
+      CUDA_VISIBLE_DEVICES=$1 GPU_LEFT=$(( $(left) - 20 )) S="$S" timeout -k 10 $(( $(left) - 10 )) \
+        bash -c "$3" > "$S/after-gpu$1.log" 2>&1
+    fi
+  }
+  one_gpu 0 "${GPU0_SHAPE:-full}" "${GPU0_AFTER:-}" &
+  one_gpu 1 "${GPU1_SHAPE:-tp8rank}" "${GPU1_AFTER:-}"
+  wait
+  ;;
+*) echo "unknown stage $stage (prep, tp1, tp2, serve, graphs, matrix)" >&2; exit 2 ;;
 esac
