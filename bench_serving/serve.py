@@ -52,6 +52,30 @@ BACKENDS = {
     "flashinfer": (["--gdn-prefill-backend", "flashinfer"], "vLLM's FlashInfer GDN prefill; CUDA only"),
 }
 ALIASES = {"vllm": "auto"}
+
+
+def base_of(label: str) -> str:
+    """``auto@2`` → ``auto``: ``NAME@K`` is the K-th server of backend NAME (the same settings
+    started again), so a run can measure its own server-to-server noise."""
+    return label.split("@", 1)[0]
+
+
+def parse_backends(spec: str) -> list[str]:
+    labels = []
+    for item in (x.strip() for x in spec.split(",")):
+        if not item:
+            continue
+        name, _, k = item.partition("@")
+        name = ALIASES.get(name, name)
+        if name not in BACKENDS:
+            raise ValueError(f"unknown backend {name!r} in --backends; choose from {', '.join(BACKENDS)}")
+        if _ and not (k.isdigit() and int(k) >= 2):
+            raise ValueError(f"--backends {item!r}: a repeat is NAME@K with K >= 2 (e.g. auto@2)")
+        label = f"{name}@{k}" if _ else name
+        if label in labels:
+            raise ValueError(f"--backends names {label!r} twice; a second server of it is {name}@2")
+        labels.append(label)
+    return labels
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 PCTS = (50, 90, 99)
 TRACE_GLOB = "trace-{}.jsonl"      # .gitignore keeps bench_serving/results/**/trace-*.jsonl out of git
@@ -279,6 +303,11 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def _mean_of(recs: list[dict], key: str) -> float | None:
+    vals = [r[key] for r in recs if r.get(key) is not None]
+    return statistics.fmean(vals) if vals else None
+
+
 def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None) -> dict:
     """GDN figures of the prefill steps that began inside [t0, t1] (one value per worker, averaged)."""
     per_pid: dict[int, list[dict]] = {}
@@ -296,6 +325,9 @@ def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None
                      "share_of_wall": gdn / ((t1 - t0) * 1e3),
                      "share_of_ttft": gdn / ttft_sum_ms if ttft_sum_ms else None,
                      "prefill_tokens": sum(r["prefill_tokens"] for r in recs),
+                     # host ms of qla-serve's metadata builder per prefill step (qla servers only)
+                     "qla_builder_ms_per_step": _mean_of(recs, "qla_builder_ms"),
+                     "builder_ms_per_step": _mean_of(recs, "builder_ms"),
                      "backend_path": sorted({r["backend"] for r in recs})})
     out = {"workers": len(rows)}
     for k in rows[0]:
@@ -332,8 +364,9 @@ def markdown(report: dict) -> str:
         f"{m.split('_')[0].upper()} p{p}" for m in METRICS for p in PCTS) + " |"
     lat = [head, "|" + "---|" * (4 + len(METRICS) * len(PCTS))]
     gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | step ms | GDN share of step | "
-           "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | prefix-cache hit tokens |",
-           "|" + "---|" * 10]
+           "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | qla-serve builder ms/step | "
+           "prefix-cache hit tokens |",
+           "|" + "---|" * 11]
     for b, w, s in cells(report):
         lat.append(f"| {b} | {w} | {s['requests']} | {s['failed']} | " + " | ".join(
             fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
@@ -342,10 +375,11 @@ def markdown(report: dict) -> str:
         gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
                    f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
-                   f"{s.get('qla_calls', '-') if b == 'qla' else '-'} | {prefix_hits(s)} |")
+                   f"{s.get('qla_calls', '-') if base_of(b) == 'qla' else '-'} | "
+                   f"{fmt(g.get('qla_builder_ms_per_step'), '.2f')} | {prefix_hits(s)} |")
     # qla vs the best baseline, TTFT p50 / TPOT p50 (issue 7 targets)
     cmp = []
-    base = [b for b in report["cells"] if b != "qla"]
+    base = [b for b in report["cells"] if base_of(b) != "qla"]
     if "qla" in report["cells"] and base:
         cmp = ["| workload | qla TTFT p50 | best baseline TTFT p50 | ratio | qla TPOT p50 | baseline TPOT p50 | "
                "GDN ms/step qla / best baseline |", "|" + "---|" * 7]
@@ -363,7 +397,10 @@ def markdown(report: dict) -> str:
                    f"prompt lengths {w['prompt_lens']}" + (f" after a shared {w['prefix_len']}-token prefix "
                    "(prefix caching on; the prefix is sent once before the stream)" if w["kind"] == "prefix" else "") + f", {w['output_len']} output tokens"
                    for w in report["workloads"])
-    bk = "\n".join(f"- `{b}`: {BACKENDS[b][1]}; `{' '.join(BACKENDS[b][0]) or '(no flag)'}`" for b in report["cells"])
+    bk = "\n".join(f"- `{b}`: {BACKENDS[base_of(b)][1]}; `{' '.join(BACKENDS[base_of(b)][0]) or '(no flag)'}`"
+                   + (" (a second server of it, started again: the noise floor)" if b != base_of(b) else "")
+                   for b in report["cells"])
+    noise = noise_floor(report)
     failed = sum(s["failed"] for _, _, s in cells(report))
     return f"""# Serving latency, preset `{cfg['preset']}` ({report['updated']})
 
@@ -391,11 +428,39 @@ layers of a step) on every engine step that carries prefill tokens, for every ba
 between consecutive steps (forward + scheduling; with full CUDA graphs decode-only steps are not
 seen, so it can be an overestimate). "share of TTFT" = GDN time of the window's prefill steps /
 summed TTFT, for concurrency-1 workloads; "share of wall" = GDN time / the workload's wall time.
+"qla-serve builder" = host time the plugin's metadata builder adds per prefill step (plan, conv
+tables, dense indices), outside the GDN core's time.
 
 {chr(10).join(gdn)}
 
 {"## qla vs the best baseline" + chr(10) + chr(10) + chr(10).join(cmp) if cmp else ""}
-"""
+{noise}"""
+
+
+def noise_floor(report: dict) -> str:
+    """Backends started more than once (``NAME@K``): per workload, how far apart the same settings
+    land. A qla-vs-baseline ratio inside this spread is not a difference."""
+    groups: dict[str, list[str]] = {}
+    for b in report["cells"]:
+        groups.setdefault(base_of(b), []).append(b)
+    rows = []
+    for name, labels in groups.items():
+        if len(labels) < 2:
+            continue
+        for w in report["workloads"]:
+            got = [(b, report["cells"][b][w["name"]]) for b in labels if w["name"] in report["cells"][b]]
+            if len(got) < 2:
+                continue
+            ttft = [s["ttft_ms"]["p50"] for _, s in got]
+            tpot = [s["tpot_ms"]["p50"] for _, s in got]
+            spread = lambda xs: fmt(max(xs) / min(xs) if all(xs) else None, ".2f")  # noqa: E731
+            rows.append(f"| {name} | {w['name']} | {' / '.join(fmt(x) for x in ttft)} | {spread(ttft)} | "
+                        f"{' / '.join(fmt(x) for x in tpot)} | {spread(tpot)} |")
+    if not rows:
+        return ""
+    return ("\n## Same settings, another server (noise floor)\n\n"
+            "| backend | workload | TTFT p50 per server | max / min | TPOT p50 per server | max / min |\n"
+            "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 def plots(report: dict, out: Path) -> list[Path]:
@@ -425,7 +490,7 @@ def plots(report: dict, out: Path) -> list[Path]:
                     for p in PCTS:
                         ys = [s[m][f"p{p}"] for _, s in pts]
                         ax.plot([x for x, _ in pts], [float("nan") if y is None else y for y in ys], styles[p],
-                                marker="o" if label == "mixed" else "s", ms=3, color=colors.get(b),
+                                marker="o" if label == "mixed" else "s", ms=3, color=colors.get(base_of(b)),
                                 label=f"{b}{' ' + label if label else ''} p{p}")
             ax.set_title(m.replace("_ms", "").upper() + " (ms)")
             ax.set_xlabel(xlabel)
@@ -456,8 +521,8 @@ def plots(report: dict, out: Path) -> list[Path]:
         for i, b in enumerate(bs):
             g = [(report["cells"][b].get(n) or {}).get("gdn") or {} for n in names]
             xs = [j + i * width for j in range(len(names))]
-            a1.bar(xs, [x.get("gdn_ms_per_step") or 0 for x in g], width, label=b, color=colors.get(b))
-            a2.bar(xs, [100 * (x.get("share_of_step") or 0) for x in g], width, label=b, color=colors.get(b))
+            a1.bar(xs, [x.get("gdn_ms_per_step") or 0 for x in g], width, label=b, color=colors.get(base_of(b)))
+            a2.bar(xs, [100 * (x.get("share_of_step") or 0) for x in g], width, label=b, color=colors.get(base_of(b)))
         for ax, t in ((a1, "GDN prefill ms per step"), (a2, "GDN share of step time (%)")):
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, rotation=20, fontsize=8)
             ax.set_title(t)
@@ -504,7 +569,8 @@ def parse_args(argv):
     ap.add_argument("--workloads", default="", help="comma list of workload names of the preset (default: all)")
     ap.add_argument("--list", action="store_true", help="print the preset's workloads and exit")
     ap.add_argument("--backends", default="", help=f"comma list of {', '.join(BACKENDS)} "
-                    "(default: qla,auto on CPU presets; qla,auto,triton on h200)")
+                    "(default: qla,auto on CPU presets; qla,auto,triton on h200); NAME@2 starts a second "
+                    "server of NAME with the same settings (its spread is the run's noise floor)")
     ap.add_argument("--model", type=Path, default=None, help="model folder (CPU presets build the tiny one)")
     ap.add_argument("--out", type=Path, default=None, help="default bench_serving/results/<preset>")
     ap.add_argument("--fresh", action="store_true", help="discard results.json instead of resuming")
@@ -546,12 +612,12 @@ def main(argv: list[str] | None = None) -> int:
         for w in workloads:
             print(json.dumps(asdict(w)))
         return 0
-    backends = [ALIASES.get(b.strip(), b.strip()) for b in (args.backends or ("qla,auto" if cpu else "qla,auto,triton")).split(",")
-                if b.strip()]
+    try:
+        backends = parse_backends(args.backends or ("qla,auto" if cpu else "qla,auto,triton"))
+    except ValueError as exc:
+        ap.error(str(exc))
     for b in backends:
-        if b not in BACKENDS:
-            ap.error(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
-        if cpu and b in ("triton", "flashinfer"):
+        if cpu and base_of(b) in ("triton", "flashinfer"):
             print(f"note: on vLLM's CPU build `{b}` runs the same CPU GDN op as `auto`", flush=True)
 
     model = args.model or P["model"]
@@ -611,9 +677,9 @@ def main(argv: list[str] | None = None) -> int:
             trace.unlink(missing_ok=True)
             steps_path.unlink(missing_ok=True)
             env = {"QLA_VLLM_STEP_TIMING": str(steps_path)}
-            if b == "qla":
+            if base_of(b) == "qla":
                 env["QLA_VLLM_TRACE"] = str(trace)
-            args_b = BACKENDS[b][0] + common + ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
+            args_b = BACKENDS[base_of(b)][0] + common + ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
             print(f"[{tag}] vllm serve {' '.join(args_b)}", flush=True)
             t0 = time.perf_counter()
             srv = VLLMServer(model, args_b, env=env, log_path=out / f"server-{tag}.log",
@@ -657,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
             for w, s, ta, tb, ok in windows:
                 ttft_sum = sum(r.ttft_ms for r in ok) if w.concurrency == 1 else None
                 s["gdn"] = gdn_share(steps, ta, tb, ttft_sum)
-                if b == "qla":
+                if base_of(b) == "qla":
                     s["qla_calls"] = sum(1 for c in calls if ta <= c.get("t", ta) <= tb) if calls and "t" in calls[0] \
                         else len(calls)
                 report["cells"].setdefault(b, {})[w.name] = s

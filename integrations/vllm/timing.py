@@ -5,7 +5,7 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
 ``auto`` / ``triton`` baselines are timed the same way)::
 
     {"pid", "backend", "step", "t", "gdn_ms", "layers", "prefills", "prefill_tokens",
-     "decode_tokens", "step_ms"}
+     "decode_tokens", "step_ms", ...notes}
 
 * ``gdn_ms``: sum over the step's GDN layers of the time inside the layer's core (causal conv,
   gating prep and the chunked recurrence, plus the step's decode tokens when the step mixes
@@ -16,6 +16,9 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
   eager mode that is the engine's step time (forward + scheduling); steps replayed as full CUDA
   graphs (decode-only batches) never enter Python, so there it can span them (read it as an
   upper bound).
+* notes (``note``): host time spent before the step's layers, e.g. by qla-serve's metadata
+  builder: ``builder_ms`` (vLLM's own GDN builder) and ``qla_builder_ms`` (the plan and tables
+  qla-serve adds). They are attached to the step that follows.
 
 A line is written once its step has ended and its events are complete: the last step of a run
 stays pending until another step runs (the benchmark runner sends a 1-token request for that).
@@ -40,6 +43,11 @@ class StepTimer:
         self.seen: set[str] = set()
         self.cur: dict[str, Any] | None = None      # step in progress
         self.pending: list[dict[str, Any]] = []      # ended, waiting for their CUDA events
+        self.notes: dict[str, float] = {}            # for the next step (see note)
+
+    def note(self, key: str, ms: float) -> None:
+        """Host time spent before the next step's GDN layers (its metadata build)."""
+        self.notes[key] = self.notes.get(key, 0.0) + ms
 
     # Called for every GDN layer call that has metadata (decode-only steps too: they mark steps).
     def mark(self, prefix: str) -> None:
@@ -51,7 +59,8 @@ class StepTimer:
                     self.pending.append(self.cur)
             self.step += 1
             self.seen = set()
-            self.cur = {"t": now, "step": self.step, "parts": []}
+            self.cur = {"t": now, "step": self.step, "parts": [], "notes": self.notes}
+            self.notes = {}
             self._flush()
         self.seen.add(prefix)
 
@@ -87,7 +96,7 @@ class StepTimer:
             line = {"pid": os.getpid(), "backend": rec.get("backend"), "step": rec["step"], "t": rec["t"],
                     "gdn_ms": ms, "layers": len(parts), "prefills": rec.get("prefills"),
                     "prefill_tokens": rec.get("prefill_tokens"), "decode_tokens": rec.get("decode_tokens"),
-                    "step_ms": rec["step_ms"]}
+                    "step_ms": rec["step_ms"], **rec.get("notes", {})}
             with open(self.path, "a") as f:
                 f.write(json.dumps(line) + "\n")
         self.pending = keep

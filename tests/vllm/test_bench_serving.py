@@ -79,3 +79,33 @@ def test_warm_up_sends_each_batch_shape_and_a_prefix_hit_batch(monkeypatch):
     assert len(cached[0]) == 1 and len(cached[0][0]) == 64              # the prefix, cached first
     assert prefix_batch[1] == 2 and len(prefix_batch[0]) == 2
     assert all(p[:64] == cached[0][0] and len(p) - 64 in (16, 48) for p in prefix_batch[0])
+
+
+def test_a_second_server_of_a_backend_is_its_own_column_and_sets_the_noise_floor():
+    """``auto@2`` runs vLLM's default again with the same flags; the report keeps it apart, never
+    counts a qla repeat as a baseline, and prints the spread between the two servers."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    assert serve.parse_backends("qla, vllm ,triton,auto@2,qla@2") == ["qla", "auto", "triton", "auto@2", "qla@2"]
+    for bad, what in (("auto@1", "K >= 2"), ("auto@x", "K >= 2"), ("auto,auto", "twice"), ("fa", "unknown backend")):
+        with pytest.raises(ValueError, match=what):
+            serve.parse_backends(bad)
+
+    def cell(ttft, tpot):
+        q = {"p50": ttft, "p90": ttft, "p99": ttft}
+        return {"requests": 3, "failed": 0, "ttft_ms": q, "tpot_ms": {"p50": tpot, "p90": tpot, "p99": tpot},
+                "itl_ms": q, "e2e_ms": q, "gdn": {"gdn_ms_per_step": 1.0}}
+
+    w = serve.fixed(2048, 3, 8)
+    report = {"config": {"preset": "x", "model": "m", "common_args": []}, "updated": "now",
+              "host": {"node": "n", "cpu_count": 1}, "workloads": [serve.asdict(w)],
+              "cells": {"qla": {w.name: cell(50.0, 2.0)}, "auto": {w.name: cell(60.0, 2.5)},
+                        "auto@2": {w.name: cell(48.0, 3.0)}, "qla@2": {w.name: cell(40.0, 2.0)}}}
+    md = serve.markdown(report)
+    assert "- `auto@2`: vLLM's default GDN prefill" in md and "a second server of it" in md
+    cmp = md.split("## qla vs the best baseline")[1].split("##")[0]
+    assert "| prompt-2k-c1 | 50.0 | 48.0 (auto@2) | 1.04 |" in cmp       # qla@2's 40 ms is no baseline
+    noise = md.split("## Same settings, another server (noise floor)")[1]
+    assert "| auto | prompt-2k-c1 | 60.0 / 48.0 | 1.25 | 2.5 / 3.0 | 1.20 |" in noise
+    assert "| qla | prompt-2k-c1 | 50.0 / 40.0 | 1.25 |" in noise

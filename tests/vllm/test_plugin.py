@@ -168,3 +168,32 @@ def test_kernel_probe_is_asked_once_per_pool_dtype_and_batch_size(monkeypatch):
     assert asked == [2, 4, 2]
     monkeypatch.setenv(dispatch.BACKEND_ENV, "tilelang")  # a forced backend is honoured as is
     assert engine_ops.kernel_why_not(layer, plan(4), torch.bfloat16) is None
+
+
+def test_step_timer_attaches_builder_notes_to_the_step_that_follows(monkeypatch, tmp_path):
+    """The metadata builder runs before a step's layers; its host time must land on that step's
+    line, once, and not on the next one."""
+    import json
+
+    import torch
+
+    from qla_serve.integrations.vllm import timing
+
+    path = tmp_path / "steps.jsonl"
+    monkeypatch.setenv(timing.ENV, str(path))
+    monkeypatch.setattr(timing, "_timer", None)
+    tm = timing.timer()
+    md = SimpleNamespace(num_prefills=1, num_prefill_tokens=8, num_decode_tokens=0)
+    x = torch.zeros(8)
+    tm.note("qla_builder_ms", 0.25)
+    tm.note("qla_builder_ms", 0.5)          # two builds before one step add up
+    for _ in range(3):                      # three steps of two GDN layers
+        for layer in ("l0", "l1"):
+            tm.mark(layer)
+            tm.run("qla", md, lambda t: t.add_(1), x)
+    tm.mark("l0")                           # the next step ends the third
+    lines = [json.loads(s) for s in path.read_text().splitlines()]
+    assert [r["step"] for r in lines] == [1, 2, 3] and all(r["layers"] == 2 for r in lines)
+    assert lines[0]["qla_builder_ms"] == 0.75
+    assert "qla_builder_ms" not in lines[1] and "qla_builder_ms" not in lines[2]
+    assert float(x[0]) == 6.0               # every layer ran exactly once
