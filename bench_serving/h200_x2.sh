@@ -21,8 +21,10 @@
 #          (both start at once: torch.compile + CUDA-graph capture; issue 5's graphs and "align").
 #   matrix issue 7's matrix, one shape per GPU at once: GPU 0 runs GPU0_SHAPE (default full),
 #          GPU 1 GPU1_SHAPE (default tp8rank), preset MATRIX_PRESET (default h200: CUDA graphs on),
-#          each resumable in its own .work/bench-h200-gpuN; a GPU whose matrix is complete then
-#          runs GPUN_AFTER (a command, given $GPU_LEFT seconds and $S) with the time left.
+#          each resumable in its own .work/bench-h200-gpuN, backends GPUN_BACKENDS (default
+#          $BACKENDS, else qla,auto,triton; serve.py's names, NAME@2 = a second server of NAME); a
+#          GPU whose matrix is complete then runs GPUN_AFTER (a command, given $GPU_LEFT seconds and
+#          $S) with the time left.
 #
 # Every job gets a deadline below the device tool's 600 s; at the end the stage's folder is packed
 # into $OUT/<stage>.tar.gz (the tool returns at most 8 files) beside a short $OUT/<stage>.txt.
@@ -110,9 +112,9 @@ graphs)
     > "$S/check.log" 2>&1
   ;;
 matrix)
-  one_gpu() {  # $1 = GPU index, $2 = shape, $3 = follow-up command
+  one_gpu() {  # $1 = GPU index, $2 = shape, $3 = follow-up command, $4 = backends
     local log="$S/matrix-gpu$1.log"
-    CUDA_VISIBLE_DEVICES=$1 PRESET="${MATRIX_PRESET:-h200}" SHAPES="$2" DEADLINE=$(( $(left) - 20 )) \
+    CUDA_VISIBLE_DEVICES=$1 PRESET="${MATRIX_PRESET:-h200}" SHAPES="$2" BACKENDS="$4" DEADLINE=$(( $(left) - 20 )) \
       RESULTS="$ROOT/.work/bench-h200-gpu$1" OUT="$S/matrix-gpu$1" bash bench_serving/run_h200.sh ${MATRIX_ARGS:-} > "$log" 2>&1
     if grep -q "^matrix complete" "$log" && [ -n "$3" ] && [ "$(left)" -gt 60 ]; then
       echo "after-job at $SECONDS s: $3" >> "$log"
@@ -120,8 +122,8 @@ matrix)
         bash -c "$3" > "$S/after-gpu$1.log" 2>&1
     fi
   }
-  one_gpu 0 "${GPU0_SHAPE:-full}" "${GPU0_AFTER:-}" &
-  one_gpu 1 "${GPU1_SHAPE:-tp8rank}" "${GPU1_AFTER:-}"
+  one_gpu 0 "${GPU0_SHAPE:-full}" "${GPU0_AFTER:-}" "${GPU0_BACKENDS:-${BACKENDS:-qla,auto,triton}}" &
+  one_gpu 1 "${GPU1_SHAPE:-tp8rank}" "${GPU1_AFTER:-}" "${GPU1_BACKENDS:-${BACKENDS:-qla,auto,triton}}"
   wait
   ;;
 *) echo "unknown stage $stage (prep, tp1, tp2, serve, graphs, matrix)" >&2; exit 2 ;;

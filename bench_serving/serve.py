@@ -50,7 +50,12 @@ BACKENDS = {
     "auto": ([], "vLLM's default GDN prefill (FlashInfer on sm_90; the CPU GDN op on vLLM's CPU build)"),
     "triton": (["--gdn-prefill-backend", "triton"], "vLLM's Triton (FLA) GDN prefill; CUDA only"),
     "flashinfer": (["--gdn-prefill-backend", "flashinfer"], "vLLM's FlashInfer GDN prefill; CUDA only"),
+    # qla with intra-card context parallelism off: CP's rule was fitted on kernel time, and CP
+    # adds launches and host work per layer, which a host-bound serving step pays in full.
+    "qla-nocp": (["--attention-backend", "qla"], "qla-serve with intra-card CP off (QLA_CP=0)"),
 }
+BACKEND_ENV = {"qla-nocp": {"QLA_CP": "0"}}   # server environment per backend
+QLA_BACKENDS = {"qla", "qla-nocp"}             # qla-serve runs the prefill: traced, never a baseline
 ALIASES = {"vllm": "auto"}
 
 
@@ -375,24 +380,27 @@ def markdown(report: dict) -> str:
         gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
                    f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
-                   f"{s.get('qla_calls', '-') if base_of(b) == 'qla' else '-'} | "
+                   f"{s.get('qla_calls', '-') if base_of(b) in QLA_BACKENDS else '-'} | "
                    f"{fmt(g.get('qla_builder_ms_per_step'), '.2f')} | {prefix_hits(s)} |")
     # qla vs the best baseline, TTFT p50 / TPOT p50 (issue 7 targets)
     cmp = []
-    base = [b for b in report["cells"] if base_of(b) != "qla"]
-    if "qla" in report["cells"] and base:
-        cmp = ["| workload | qla TTFT p50 | best baseline TTFT p50 | ratio | qla TPOT p50 | baseline TPOT p50 | "
-               "GDN ms/step qla / best baseline |", "|" + "---|" * 7]
-        for w, s in report["cells"]["qla"].items():
-            bs = [(report["cells"][b][w], b) for b in base if w in report["cells"][b]]
-            if not bs:
-                continue
-            best, bn = min(bs, key=lambda x: x[0]["ttft_ms"]["p50"] or float("inf"))
-            q, r = s["ttft_ms"]["p50"], best["ttft_ms"]["p50"]
-            gq, gr = (s.get("gdn") or {}).get("gdn_ms_per_step"), (best.get("gdn") or {}).get("gdn_ms_per_step")
-            cmp.append(f"| {w} | {fmt(q)} | {fmt(r)} ({bn}) | {fmt(q / r if q and r else None, '.2f')} | "
-                       f"{fmt(s['tpot_ms']['p50'])} | {fmt(best['tpot_ms']['p50'])} | "
-                       f"{fmt(gq, '.2f')} / {fmt(gr, '.2f')} |")
+    base = [b for b in report["cells"] if base_of(b) not in QLA_BACKENDS]
+    mine = [b for b in report["cells"] if base_of(b) in QLA_BACKENDS]
+    if mine and base:
+        cmp = ["| workload | qla-serve server | its TTFT p50 | best baseline TTFT p50 | ratio | its TPOT p50 | "
+               "baseline TPOT p50 | GDN ms/step it / best baseline |", "|" + "---|" * 8]
+        for w in report["workloads"]:
+            for q_label in mine:
+                s = report["cells"][q_label].get(w["name"])
+                bs = [(report["cells"][b][w["name"]], b) for b in base if w["name"] in report["cells"][b]]
+                if s is None or not bs:
+                    continue
+                best, bn = min(bs, key=lambda x: x[0]["ttft_ms"]["p50"] or float("inf"))
+                q, r = s["ttft_ms"]["p50"], best["ttft_ms"]["p50"]
+                gq, gr = (s.get("gdn") or {}).get("gdn_ms_per_step"), (best.get("gdn") or {}).get("gdn_ms_per_step")
+                cmp.append(f"| {w['name']} | {q_label} | {fmt(q)} | {fmt(r)} ({bn}) | "
+                           f"{fmt(q / r if q and r else None, '.2f')} | {fmt(s['tpot_ms']['p50'])} | "
+                           f"{fmt(best['tpot_ms']['p50'])} | {fmt(gq, '.2f')} / {fmt(gr, '.2f')} |")
     wl = "\n".join(f"- `{w['name']}`: {w['kind']}, concurrency {w['concurrency']}, {w['num_requests']} requests, "
                    f"prompt lengths {w['prompt_lens']}" + (f" after a shared {w['prefix_len']}-token prefix "
                    "(prefix caching on; the prefix is sent once before the stream)" if w["kind"] == "prefix" else "") + f", {w['output_len']} output tokens"
@@ -471,7 +479,7 @@ def plots(report: dict, out: Path) -> list[Path]:
 
     wl = {w["name"]: w for w in report["workloads"]}
     styles = {50: "-", 90: "--", 99: ":"}
-    colors = {b: c for b, c in zip(BACKENDS, ["tab:red", "tab:blue", "tab:green", "tab:orange"])}
+    colors = {b: c for b, c in zip(BACKENDS, ["tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple"])}
     written = []
 
     def figure(title, xlabel, pick, fname, logx):
@@ -676,8 +684,8 @@ def main(argv: list[str] | None = None) -> int:
             trace, steps_path = out / TRACE_GLOB.format(tag), out / TRACE_GLOB.format(f"steps-{tag}")
             trace.unlink(missing_ok=True)
             steps_path.unlink(missing_ok=True)
-            env = {"QLA_VLLM_STEP_TIMING": str(steps_path)}
-            if base_of(b) == "qla":
+            env = {"QLA_VLLM_STEP_TIMING": str(steps_path), **BACKEND_ENV.get(base_of(b), {})}
+            if base_of(b) in QLA_BACKENDS:
                 env["QLA_VLLM_TRACE"] = str(trace)
             args_b = BACKENDS[base_of(b)][0] + common + ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
             print(f"[{tag}] vllm serve {' '.join(args_b)}", flush=True)
@@ -723,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
             for w, s, ta, tb, ok in windows:
                 ttft_sum = sum(r.ttft_ms for r in ok) if w.concurrency == 1 else None
                 s["gdn"] = gdn_share(steps, ta, tb, ttft_sum)
-                if base_of(b) == "qla":
+                if base_of(b) in QLA_BACKENDS:
                     s["qla_calls"] = sum(1 for c in calls if ta <= c.get("t", ta) <= tb) if calls and "t" in calls[0] \
                         else len(calls)
                 report["cells"].setdefault(b, {})[w.name] = s

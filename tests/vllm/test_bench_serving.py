@@ -105,7 +105,45 @@ def test_a_second_server_of_a_backend_is_its_own_column_and_sets_the_noise_floor
     md = serve.markdown(report)
     assert "- `auto@2`: vLLM's default GDN prefill" in md and "a second server of it" in md
     cmp = md.split("## qla vs the best baseline")[1].split("##")[0]
-    assert "| prompt-2k-c1 | 50.0 | 48.0 (auto@2) | 1.04 |" in cmp       # qla@2's 40 ms is no baseline
+    assert "| prompt-2k-c1 | qla | 50.0 | 48.0 (auto@2) | 1.04 |" in cmp   # qla@2's 40 ms is no baseline
+    assert "| prompt-2k-c1 | qla@2 | 40.0 | 48.0 (auto@2) | 0.83 |" in cmp
     noise = md.split("## Same settings, another server (noise floor)")[1]
     assert "| auto | prompt-2k-c1 | 60.0 / 48.0 | 1.25 | 2.5 / 3.0 | 1.20 |" in noise
     assert "| qla | prompt-2k-c1 | 50.0 / 40.0 | 1.25 |" in noise
+    assert serve.parse_backends("qla-nocp,auto") == ["qla-nocp", "auto"]
+    report["cells"]["qla-nocp"] = {w.name: cell(45.0, 2.0)}
+    cmp = serve.markdown(report).split("## qla vs the best baseline")[1].split("##")[0]
+    assert "| prompt-2k-c1 | qla-nocp | 45.0 | 48.0 (auto@2) | 0.94 |" in cmp    # also never a baseline
+
+
+def test_each_server_gets_its_backends_flags_and_environment(monkeypatch, tmp_path):
+    """qla-nocp is qla's flag with QLA_CP=0 in the server's environment, traced like qla; a
+    baseline gets no qla-serve trace."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    started = []
+
+    class FakeServer:
+        def __init__(self, model, args, env=None, log_path=None, startup_timeout=None):
+            started.append((list(args), dict(env or {})))
+            self.proc = None
+
+        def start(self):
+            raise KeyboardInterrupt          # stands for the deadline: nothing is measured
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(serve, "VLLMServer", FakeServer)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    for backend in ("qla-nocp", "auto"):
+        rc = serve.main(["--preset", "cpu-smoke", "--backends", backend, "--workloads", "prompt-256-c1",
+                         "--model", str(model), "--out", str(tmp_path / backend), "--no-plots"])
+        assert rc == 130
+    (nocp_args, nocp_env), (auto_args, auto_env) = started
+    assert nocp_args[:2] == ["--attention-backend", "qla"] and nocp_env["QLA_CP"] == "0"
+    assert "QLA_VLLM_TRACE" in nocp_env and "QLA_VLLM_STEP_TIMING" in nocp_env
+    assert "--attention-backend" not in auto_args and "QLA_CP" not in auto_env and "QLA_VLLM_TRACE" not in auto_env
