@@ -2,10 +2,12 @@
 # Where the walk kernel's time goes, from the hardware counters (Nsight Compute, on the H200):
 #
 #   bash bench_serving/ncu_walk.sh OUT [HEADS] [MIX]          # default 16/32 8192x4
+#   BACKEND=flashinfer bash bench_serving/ncu_walk.sh OUT     # the same row through an anchor
 #
-# Profiles the third call's kernels (kkt_solve and the fused walk; the first two calls load and
-# warm them) of bench_serving/walk_once.py with the full section set and source correlation
-# (TileLang builds with -lineinfo), clocks left alone (--clock-control none, as METHOD.md asks).
+# Profiles every kernel of the last of three calls (qla: kkt_solve and the fused walk; the first
+# two calls load and warm them) of bench_serving/walk_once.py, selected by its NVTX range, with
+# the full section set and source correlation (TileLang builds with -lineinfo), clocks left alone
+# (--clock-control none, as METHOD.md asks). BACKEND (default qla) is any of kernels.py's.
 # Writes OUT/walk.ncu-rep and text pages beside it: details.txt (throughputs, occupancy, warp
 # state statistics per kernel), raw.csv.gz (every metric) and source-<kernel>.csv.gz (per SASS
 # line: instructions executed, warp stall samples by reason), which locate the stalls in the
@@ -19,18 +21,18 @@ HEADS="${2:-16/32}"
 MIX="${3:-8192x4}"
 NCU="${NCU:-ncu}"
 export QLA_CP="${QLA_CP:-0}"
-# Two kernels per call (kkt_solve, then the walk): skip the first two calls' four launches.
-"$NCU" --clock-control none --set full --import-source yes --kernel-name regex:'qla_' \
-  --launch-skip 4 --launch-count 2 -f -o "$OUT/walk" \
+BACKEND="${BACKEND:-qla}"
+"$NCU" --clock-control none --set full --import-source yes --nvtx --nvtx-include "profile/" \
+  -f -o "$OUT/walk" \
   "${PYTHON:-python3}" "$ROOT/bench_serving/walk_once.py" --heads "$HEADS" --mix "$MIX" --calls 3 \
-  > "$OUT/ncu.log" 2>&1
+  --backend "$BACKEND" > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
 "$NCU" --import "$OUT/walk.ncu-rep" --page details --print-details all > "$OUT/details.txt" 2>&1
 # Every metric collected, per kernel (the warp-stall breakdown is smsp__pcsamp_warps_issue_stalled_*).
 "$NCU" --import "$OUT/walk.ncu-rep" --page raw --csv 2>&1 | gzip > "$OUT/raw.csv.gz"
-for k in qla_kkt_solve qla_fused_fwd; do
+[ "$BACKEND" = qla ] && for k in qla_kkt_solve qla_fused_fwd; do
   "$NCU" --import "$OUT/walk.ncu-rep" --kernel-name "regex:$k" --page source --csv --print-source sass 2>&1 \
     | gzip > "$OUT/source-$k.csv.gz"
 done
-grep -E "^  qla_|Duration|Registers Per|Achieved Occupancy|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued" \
+grep -E "^  [A-Za-z_]|Duration|Registers Per|Achieved Occupancy|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued" \
   "$OUT/details.txt" | head -60

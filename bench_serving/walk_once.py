@@ -1,10 +1,11 @@
-"""Drive qla-serve's Hopper prefill a few times on one benchmark row, for a profiler to watch
-(bench_serving/ncu_walk.sh): the same random inputs as kernels.py, one plan, ``--calls`` calls.
+"""Drive one backend's prefill a few times on one benchmark row, for a profiler to watch
+(bench_serving/ncu_walk.sh): the same random inputs as kernels.py, ``--calls`` calls of its cached
+("kernel") path, the last one inside an NVTX range named ``profile`` (ncu's --nvtx-include).
 
-    python bench_serving/walk_once.py --heads 16/32 --mix 8192x4 [--calls 4]
+    python bench_serving/walk_once.py --heads 16/32 --mix 8192x4 [--calls 4] [--backend flashinfer]
 
-QLA_CP=0 in the environment keeps a long sequence in one walk (no CP phases); QLA_BLOCK_V forces
-the V-block, as in kernels.py."""
+For qla: QLA_CP=0 in the environment keeps a long sequence in one walk (no CP phases);
+QLA_BLOCK_V forces the V-block, as in kernels.py."""
 import argparse
 import os
 import sys
@@ -12,7 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import SEQLENS, make_inputs, qla_fns  # noqa: E402
+from kernels import BACKENDS, SEQLENS, make_inputs  # noqa: E402
 
 
 def main() -> None:
@@ -20,13 +21,19 @@ def main() -> None:
     ap.add_argument("--heads", default="16/32")
     ap.add_argument("--mix", default="8192x4", choices=sorted(SEQLENS))
     ap.add_argument("--calls", type=int, default=4)
+    ap.add_argument("--backend", default="qla", choices=sorted(BACKENDS))
     args = ap.parse_args()
     H, HV = (int(x) for x in args.heads.split("/"))
-    kernel, _ = qla_fns(make_inputs(SEQLENS[args.mix], H, HV))
-    for _ in range(args.calls):
+    kernel, _ = BACKENDS[args.backend](make_inputs(SEQLENS[args.mix], H, HV))
+    for _ in range(args.calls - 1):
         kernel()
     torch.cuda.synchronize()
-    print(f"{args.heads} {args.mix}: {args.calls} calls, plan {kernel.plan.kernel_data}")
+    with torch.cuda.nvtx.range("profile"):
+        kernel()
+    torch.cuda.synchronize()
+    plan = getattr(kernel, "plan", None)
+    print(f"{args.backend} {args.heads} {args.mix}: {args.calls} calls"
+          + (f", plan {plan.kernel_data}" if plan is not None else ""))
 
 
 if __name__ == "__main__":
