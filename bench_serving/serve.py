@@ -70,17 +70,19 @@ def parse_backends(spec: str) -> list[str]:
     for item in (x.strip() for x in spec.split(",")):
         if not item:
             continue
-        name, _, k = item.partition("@")
+        name, repeat, k = item.partition("@")
         name = ALIASES.get(name, name)
         if name not in BACKENDS:
             raise ValueError(f"unknown backend {name!r} in --backends; choose from {', '.join(BACKENDS)}")
-        if _ and not (k.isdigit() and int(k) >= 2):
+        if repeat and not (k.isdigit() and int(k) >= 2):
             raise ValueError(f"--backends {item!r}: a repeat is NAME@K with K >= 2 (e.g. auto@2)")
-        label = f"{name}@{k}" if _ else name
+        label = f"{name}@{k}" if repeat else name
         if label in labels:
             raise ValueError(f"--backends names {label!r} twice; a second server of it is {name}@2")
         labels.append(label)
     return labels
+
+
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 PCTS = (50, 90, 99)
 TRACE_GLOB = "trace-{}.jsonl"      # .gitignore keeps bench_serving/results/**/trace-*.jsonl out of git
