@@ -102,7 +102,7 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
 
         row["fresh"] = best_us(fresh, n, sync)
     noop = lambda *a, **kw: None  # noqa: E731
-    patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0: noop}
+    patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0, persistent=None: noop}
     saved_h = {name: getattr(hopper, name) for name in patched}
     saved_cp = cp.phase_kernels, cp.combine_kernel
     for name, fn in patched.items():

@@ -141,6 +141,26 @@ def qla_fns(x):
         call(plan)
     kernel.plan = plan      # the plan's choices (V-block, CP partitions) go into the row
 
+    def other_walk() -> dict:
+        """Same-run A/B of the walk's two forms: this row again with the other one (persistent or
+        one CTA per item) at the same V-block. Rows that take CP run neither form (phase 3 walks)."""
+        from qla_serve.kernels import hopper
+
+        key = ("hopper", x["v"].shape[1], x["v"].shape[2])
+        chosen = plan.kernel_data.get(key)
+        if chosen is None or any(k[0] == "hopper-cp" and v is not None for k, v in plan.kernel_data.items()):
+            return {}
+        alt = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
+        alt.kernel_data[key] = {"block_v": chosen["block_v"], "persistent": not chosen["persistent"]}
+        fn = lambda: call(alt)      # noqa: E731
+        fn(); torch.cuda.synchronize()
+        got = {"qla_walk": "persistent" if chosen["persistent"] else "cta-per-item",
+               "qla_other_walk": "cta-per-item" if chosen["persistent"] else "persistent",
+               "qla_other_walk_ms": bench(fn)}
+        got["qla_other_walk_gpu_ms"] = gpu_ms(fn)
+        return got
+    kernel.other_walk = other_walk
+
     def serving():
         call(qla_serve.plan_prefill(x["cu_cpu"], device=dev))     # host metadata → fresh tables
 
@@ -578,6 +598,10 @@ def main() -> None:
                             row.update(kernel.host_us())
                         except Exception as exc:  # noqa: BLE001
                             row["qla_host_error"] = repr(exc)[:200]
+                        try:
+                            row.update(kernel.other_walk())
+                        except Exception as exc:  # noqa: BLE001
+                            row["qla_other_walk_error"] = repr(exc)[:200]
                         hopper._skip.add("fwd")
                         try:
                             row["qla_kkt_only_ms"] = bench(kernel)
@@ -664,6 +688,16 @@ def write_markdown(result, path):
                                          _f(r["flashinfer_serving_ms"]),
                                          _f(r["flashqla_serving_over_qla_serving"])]) + " |")
     lines += ["", "Targets (issue 3), over the rows above:", ""] + targets(result["rows"])
+    ab = [r for r in result["rows"] if r.get("qla_other_walk_ms") is not None]
+    if ab:
+        lines += ["", "QLA's walk in its two forms, same run, same V-block (rows without CP); GPU = GPU-busy ms:", "",
+                  "| heads | seqlens | V-block | walk | ms | GPU | other walk | ms | GPU | GPU ratio (walk / other) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ab:
+            g, og = r.get("qla_gpu_ms"), r.get("qla_other_walk_gpu_ms")
+            lines.append("| " + " | ".join([r["heads"], r["mix"], str(r.get("qla_block_v")), r["qla_walk"],
+                                             _f(r["qla_ms"]), _f(g), r["qla_other_walk"], _f(r["qla_other_walk_ms"]),
+                                             _f(og), _f(g / og if g and og else None)]) + " |")
     acc = result.get("accuracy", {})
     lines += ["", "Accuracy vs fp64 token recurrence (H/HV 2/8, seqlens 512+300+77, gates U(−2, 0)):", ""]
     for n, a in acc.items():

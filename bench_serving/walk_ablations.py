@@ -20,14 +20,14 @@ import argparse
 import os
 import sys
 
-_WP_START = "                # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)\n"
-_WP_END = "                T.fence_proxy_async()\n                T.barrier_arrive(w_ready[b])\n"
-_OUT_START = ("            if with_output:\n"
-              "                # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)\n")
-_OUT_END = "                T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)\n"
-_OSTORE = ("                for i, j in T.Parallel(R, C):\n"
-           "                    o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)\n")
-_UPDATE = "            T.gemm(un, k_s[b, :, :], X, clear_accum=False)\n"
+_WP_START = "                    # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)\n"
+_WP_END = "                    T.fence_proxy_async()\n                    T.barrier_arrive(w_ready[b])\n"
+_OUT_START = ("                if with_output:\n"
+              "                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)\n")
+_OUT_END = "                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)\n"
+_OSTORE = ("                    for i, j in T.Parallel(R, C):\n"
+           "                        o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)\n")
+_UPDATE = "                T.gemm(un, k_s[b, :, :], X, clear_accum=False)\n"
 _FAST = "PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,"
 _PEXP = "T.exp(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0))"
 

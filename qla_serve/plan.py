@@ -34,6 +34,7 @@ class PrefillPlan:
     cu_seqlens: torch.Tensor             # [N+1] int32 on `device`
     chunk_offsets: torch.Tensor          # [N+1] int32 on `device`
     chunk_indices: torch.Tensor          # [num_chunks, 2] int32 on `device`: (sequence, chunk in it)
+    seq_order: torch.Tensor              # [N] int32 on `device`: sequences longest first (ties in order)
     checked_indices: bool = False        # state indices were range/duplicate-checked on the host
     chunk_size: int = CHUNK_SIZE
     kernel_data: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -139,7 +140,10 @@ def plan_prefill(
         # Tensors report "cuda:0", never bare "cuda": pin the index so device checks compare equal.
         dev = torch.device("cuda", torch.cuda.current_device())
     cu32, off32 = cu_np.astype(np.int32), offsets.astype(np.int32)
-    cu_d, off_d, tab_d = stage_int32([cu32, off32, table], dev)
+    # Longest first: a kernel that deals sequences out to a fixed set of CTAs starts the long ones
+    # first (the Hopper walk's persistent form).
+    order = np.argsort(-lens, kind="stable")
+    cu_d, off_d, tab_d, order_d = stage_int32([cu32, off32, table, order], dev)
     return PrefillPlan(
         seqlens=seqlens,
         cu_seqlens_cpu=torch.from_numpy(cu32),
@@ -151,6 +155,7 @@ def plan_prefill(
         cu_seqlens=cu_d,
         chunk_offsets=off_d,
         chunk_indices=tab_d.view(-1, 2),
+        seq_order=order_d,
         checked_indices=checked,
         chunk_size=chunk_size,
     )

@@ -354,7 +354,7 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, monkeypatc
     partials, combine, from_starts, calls = torch_phases(g, beta, layout)
     monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: (lambda *a: calls.append("kkt")))
 
-    def no_fwd(var, phase=0):
+    def no_fwd(var, phase=0, persistent=None):
         def run(*a):
             raise AssertionError("the non-CP kernel ran")
         return run
@@ -487,6 +487,34 @@ def test_block_v_override(monkeypatch):
             hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)
     monkeypatch.delenv(hopper.BLOCK_V_ENV)
     assert hopper.plan_hopper(plan_prefill(torch.tensor([0, 64], dtype=torch.int32), device="meta"), 8, 128)["block_v"] == 64
+
+
+def test_plan_picks_the_walk_form_and_its_cta_count(monkeypatch):
+    """The persistent walk by default, with min(items, SMs) CTAs; QLA_PERSISTENT=0 the one-CTA-per-item
+    form; a caller's partial choice (width, maybe form) is completed, not replaced."""
+    from qla_serve.kernels import hopper
+
+    def plan_for(seqlens):
+        cu = [0]
+        for n in seqlens:
+            cu.append(cu[-1] + n)
+        return plan_prefill(torch.tensor(cu, dtype=torch.int32), device="meta")
+
+    got = hopper.plan_hopper(plan_for([64] * 3), 8, 128)          # 3 sequences × 8 heads × (128 / 64)
+    assert got == {"block_v": 64, "persistent": True, "ctas": 48}
+    assert hopper.plan_hopper(plan_for([100] * 300), 8, 128)["ctas"] == 132
+    monkeypatch.setenv(hopper.PERSISTENT_ENV, "0")
+    assert hopper.plan_hopper(plan_for([64] * 3), 8, 128)["persistent"] is False
+    monkeypatch.delenv(hopper.PERSISTENT_ENV)
+    plan = plan_for([64] * 3)
+    plan.kernel_data[("hopper", 8, 128)] = {"block_v": 128}
+    assert hopper.plan_hopper(plan, 8, 128) == {"block_v": 128, "persistent": True, "ctas": 24}
+    plan = plan_for([64] * 3)
+    plan.kernel_data[("hopper", 8, 128)] = {"block_v": 64, "persistent": False}
+    assert hopper.plan_hopper(plan, 8, 128)["persistent"] is False
+    forced = {"block_v": 64, "persistent": True, "ctas": 5}        # complete: taken as it is
+    plan.kernel_data[("hopper", 8, 128)] = forced
+    assert hopper.plan_hopper(plan, 8, 128) is forced
 
 
 @pytest.mark.parametrize("seqlens,hv,want", [

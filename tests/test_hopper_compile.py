@@ -73,9 +73,12 @@ def _fwd_args_on_cpu(var):
     T, H, HV = 64, var.num_k_heads, var.num_v_heads
     q = torch.randn(T, H, 128).bfloat16()
     pool = torch.zeros(2, HV, 128, 128, dtype=getattr(torch, var.pool_dtype))
-    return (q, q.clone(), torch.randn(T, HV, 128).bfloat16(), torch.zeros(T, HV), torch.zeros(T, HV, 64).bfloat16(),
+    args = (q, q.clone(), torch.randn(T, HV, 128).bfloat16(), torch.zeros(T, HV), torch.zeros(T, HV, 64).bfloat16(),
             torch.tensor([0, T], dtype=torch.int32), torch.tensor([1], dtype=torch.int32),
             torch.ones(1, dtype=torch.uint8), pool, torch.empty(T, HV, 128).bfloat16(), 0)
+    if hopper.persistent_walk():        # the persistent walk also takes seq_order and its CTA count
+        args += (torch.zeros(1, dtype=torch.int32), 1)
+    return args
 
 
 def test_direct_launch_reaches_the_same_host_checks():

@@ -93,14 +93,15 @@ def oracle(case, pool_before):
                             use_qk_l2norm=case["l2"]), cu
 
 
-def run_qla(case, block_v=None, plan=None, out=None):
+def run_qla(case, block_v=None, plan=None, out=None, walk=None):
+    """walk: {"persistent": bool, "ctas": n} forces the walk's form and CTA count (with block_v)."""
     seqlens = case["seqlens"]
     cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
     if plan is None:
         plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
                             num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
     if block_v is not None:
-        plan.kernel_data[("hopper", case["v"].shape[1], V)] = {"block_v": block_v}
+        plan.kernel_data[("hopper", case["v"].shape[1], V)] = {"block_v": block_v, **(walk or {})}
     T, HV = case["v"].shape[0], case["v"].shape[1]
     if out is None:
         out = torch.full((T, HV, V), float("nan"), dtype=case["v"].dtype, device=DEV)
@@ -176,6 +177,8 @@ CASES = [
     ("gva2-fp32-vk-g3-bv64", SHORT, 2, 4, dict(gmax=3.0), 64),
     ("gva4-bf16-kv-l2-bv64", SHORT[:8], 2, 8, dict(gmax=1.0, pool_dtype=torch.bfloat16, layout="kv",
                                                      l2_in_kernel=True, packed=True), 64),
+    # 4800 items (sequence, head, V-block) at V-block 64: every persistent CTA walks ~36 of them
+    ("gva4-fp32-vk-300-seqs-bv64", [1 + (37 * i) % 300 for i in range(300)], 2, 8, dict(gmax=2.0), 64),
 ]
 
 
@@ -185,6 +188,29 @@ def test_matches_oracle(tag, seqlens, H, HV, kw, block_v):
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     pool_before = case["pool"].cpu().clone()
     out = run_qla(case, block_v=block_v)
+    torch.cuda.synchronize()
+    bf16_pool = case["pool"].dtype == torch.bfloat16
+    check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
+
+
+WALK_FORMS = [
+    # tag, CASES entry, walk form: few persistent CTAs (odd counts: partial last rounds, both
+    # directions of the deal) or one CTA per item
+    ("gva1-fp32-vk-g30-bv128-5ctas", CASES[0], dict(persistent=True, ctas=5)),
+    ("gva2-bf16-kv-g3-bv64-7ctas", CASES[1], dict(persistent=True, ctas=7)),
+    ("gva4-bf16-kv-l2-bv64-3ctas", CASES[7], dict(persistent=True, ctas=3)),
+    ("gva2-fp32-vk-g3-bv64-cta-per-item", CASES[6], dict(persistent=False, ctas=1)),
+    ("gva4-fp32-kv-l2-g0.1-bv128-cta-per-item", CASES[2], dict(persistent=False, ctas=1)),
+]
+
+
+@skip
+@pytest.mark.parametrize("tag,base,walk", WALK_FORMS, ids=[c[0] for c in WALK_FORMS])
+def test_walk_forms_match_oracle(tag, base, walk):
+    _, seqlens, H, HV, kw, block_v = base
+    case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
+    pool_before = case["pool"].cpu().clone()
+    out = run_qla(case, block_v=block_v, walk=walk)
     torch.cuda.synchronize()
     bf16_pool = case["pool"].dtype == torch.bfloat16
     check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)

@@ -145,8 +145,10 @@ def test_plan_tables_match_their_definition(seed):
         assert plan.cu_seqlens.tolist() == cu == plan.cu_seqlens_cpu.tolist()
         assert plan.chunk_offsets.tolist() == [sum(chunks[:i]) for i in range(len(chunks) + 1)]
         assert plan.chunk_indices.tolist() == [[i, c] for i, n in enumerate(chunks) for c in range(n)]
-        # the three device tables are views of one staged buffer (one host→device copy), 16-byte aligned
-        tabs = (plan.cu_seqlens, plan.chunk_offsets, plan.chunk_indices)
+        # sequences longest first, ties in batch order (the persistent walk deals them out in this order)
+        assert plan.seq_order.tolist() == sorted(range(len(seqlens)), key=lambda i: (-seqlens[i], i))
+        # the four device tables are views of one staged buffer (one host→device copy), 16-byte aligned
+        tabs = (plan.cu_seqlens, plan.chunk_offsets, plan.chunk_indices, plan.seq_order)
         assert len({t.untyped_storage().data_ptr() for t in tabs}) == 1
         assert all(t.data_ptr() % 16 == 0 and t.is_contiguous() for t in tabs)
     empty = plan_prefill([0, 0])

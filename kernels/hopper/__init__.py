@@ -39,6 +39,7 @@ BLOCK_V_CHOICES = (128, 64)  # what the plan picks and warm-up builds
 KERNEL_BLOCK_V = (64, 128)  # what fused_fwd compiles (one consumer warpgroup per 64 V rows)
 BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
+PERSISTENT_ENV = "QLA_PERSISTENT"         # 0: the walk's one-CTA-per-item form (A/B aid)
 
 _lock = threading.Lock()
 _kernels: dict[tuple, Any] = {}
@@ -175,21 +176,31 @@ def kkt_kernel_for(var: "Variant"):
                       (st[1], st[4], st[5]))
 
 
-def fwd_kernel(var: Variant, phase: int = 0):
+def persistent_walk() -> bool:
+    """Whether the prefill's walk (phase 0) runs in its persistent form: one CTA per SM walking
+    (sequence, head, V block) items one after another, so that the next item's loads and chunk-only
+    products overlap the current item's last chunks. ``QLA_PERSISTENT=0`` launches one CTA per item
+    instead (a CTA then pays its pipeline's fill and drain alone: ~5 µs of the walk's cost model)."""
+    return os.environ.get(PERSISTENT_ENV, "1") != "0"
+
+
+def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None):
     """The fused walk for a variant. ``phase``: 0 the prefill; 1 and 3 the CP partial and output
-    passes (see :mod:`fused_fwd` and :mod:`cp`)."""
+    passes (see :mod:`fused_fwd` and :mod:`cp`). ``persistent`` (phase 0; default
+    :func:`persistent_walk`): the walk's persistent form (launched with ``plan_hopper``'s CTA count)."""
     from . import fused_fwd
 
+    persistent = phase == 0 and (persistent_walk() if persistent is None else bool(persistent))
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase))
+           bool(var.has_initial_state), scale, strides, int(phase), persistent)
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase)),
+                                  int(phase), persistent),
         fused_fwd.PASS_CONFIGS))
 
 
@@ -313,23 +324,30 @@ def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 1
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
     """Host-only variant choice for a batch, stored in ``plan.kernel_data`` (keyed by HV and V).
 
-    V-block width: :func:`choose_block_v`. ``QLA_BLOCK_V`` forces a width (A/B runs). Reads only
-    host fields of the plan.
+    V-block width: :func:`choose_block_v`. ``QLA_BLOCK_V`` forces a width (A/B runs). The walk's
+    form (:func:`persistent_walk`) and, for the persistent one, its CTA count. Reads only host
+    fields of the plan.
     """
     key = ("hopper", num_v_heads, head_v_dim)
     got = plan.kernel_data.get(key)
-    if got is not None:
+    if got is not None and "ctas" in got:
         return got
+    sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
     forced = os.environ.get(BLOCK_V_ENV)
-    if forced:
+    if got is not None:                 # a caller (tests, the benches) set the width, maybe the form
+        block_v = int(got["block_v"])
+    elif forced:
         block_v = int(forced)
         if block_v not in KERNEL_BLOCK_V or head_v_dim % block_v:
             raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
                              f"and divide head_v_dim {head_v_dim}")
     else:
-        sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
         block_v = choose_block_v(plan.seqlens, num_v_heads, head_v_dim, sms)
-    got = {"block_v": block_v}
+    # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
+    # a second), never more CTAs than items.
+    items = plan.num_seqs * num_v_heads * (head_v_dim // block_v)
+    persistent = bool(got["persistent"]) if got is not None and "persistent" in got else persistent_walk()
+    got = {"block_v": block_v, "persistent": persistent, "ctas": max(1, min(items, sms))}
     plan.kernel_data[key] = got
     return got
 
@@ -421,7 +439,7 @@ def gdn_prefill_hopper(
     var = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
                       has_initial_state is not None, choice["block_v"], scale)
     kkt = kkt_kernel_for(var)
-    fwd = fwd_kernel(var)
+    fwd = fwd_kernel(var, persistent=choice["persistent"])
 
     dev = q.device
     # The kernel reads both tables densely; engines may hand strided columns (vLLM's block_table[:, 0]).
@@ -453,6 +471,10 @@ def gdn_prefill_hopper(
                          hinit=hinit, out=out, null_slot=-1 if null_slot is None else int(null_slot))
     # ---- end of the CP branch ------------------------------------------------------------------------
     elif "fwd" not in _skip:
-        fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, -1 if null_slot is None else int(null_slot))
+        null = -1 if null_slot is None else int(null_slot)
+        if choice["persistent"]:
+            fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, null, plan.seq_order, choice["ctas"])
+        else:
+            fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, null)
     if out_user is not None:
         out_user.copy_(out)

@@ -4,7 +4,7 @@ state lives in registers as the A operand of wgmma. Measured on the H200 in sess
 (bench_serving/results/h200-session5/): GPU tests 17 of 17 (V-block 32 refused), errors as main's;
 9–11 % faster than main's walk on 1×32768 rows, ±2 % at 8192×4, 6–7 % slower at V-block 128.
 
-One CTA per (V block, value head, sequence) walks the sequence's 64-token chunks in order. The state is
+A (V block, value head, sequence) item walks the sequence's 64-token chunks in order (see "Work items"). The state is
 kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows per consumer warpgroup in
 fp32 registers. Per chunk, with Q, K [64, K], V [64, BV], Aβ and γ from :mod:`kkt_solve` (bf16
 tensor-core operands, fp32 accumulators):
@@ -62,8 +62,16 @@ writes the final state back to ``pool[slot]`` in the pool's dtype, any ``stride(
 transposed, once per sequence, with plain strided accesses). fp32 rows enter X through an exact ×1
 (``__fmul_rn``), the previous walk's fix for a ptxas spill.
 
-Grid: (V / BV, HV, sequences); BV ∈ {64, 128}. BV = 32 raises ValueError in this version (a consumer
-owns 64 V rows: wgmma's M). T, N and the pool's row count and stride are dynamic; token strides of
+Work items: (V block, value head, sequence), one chunk walk each. Phases 1 and 3 launch one CTA per
+item, grid (V / BV, HV, sequences). Phase 0 has a second, *persistent* form (the default; host choice
+in ``plan_hopper``): ``num_ctas`` CTAs (one per SM: shared memory and registers leave room for no
+second) deal the N·HV·(V/BV) items out in rounds, sequences longest first (the plan's ``seq_order``),
+every other round in reverse. Every warp role loops over the same items in the same order and counts
+the CTA's chunks across them (``cnt``), so buffer indices and barrier parities run on through item
+boundaries: the loaders and WG_P start the next item's first chunks while the consumers finish the
+current one, and an item costs its chunks plus the consumers' state store and load, instead of a
+whole CTA's fill and drain (the cost model's fixed 5 µs at V-block 64, 10 µs at 128).
+BV ∈ {64, 128}. BV = 32 raises ValueError in this version (a consumer owns 64 V rows: wgmma's M). T, N and the pool's row count and stride are dynamic; token strides of
 q/k/v/out are compile-time (TMA descriptors and 16-byte stores; a stride that is not a multiple of 16
 bytes falls back to plain loads).
 """
@@ -91,15 +99,19 @@ NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 
 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
                     state_layout: str, use_qk_l2norm: bool, read_has_initial_state: bool,
-                    scale: float, strides: tuple[int, int, int, int], phase: int = 0):
+                    scale: float, strides: tuple[int, int, int, int], phase: int = 0,
+                    persistent: bool = False):
     """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv".
 
     ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
     stores vectorise (an engine's q/k/v views of its packed qkv buffer have one fixed stride per
     model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc).
-    ``block_v`` 64 or 128 (one or two consumer warpgroups); 32 raises ValueError in this version."""
+    ``block_v`` 64 or 128 (one or two consumer warpgroups); 32 raises ValueError in this version.
+    ``persistent`` (phase 0 only): one CTA per SM walks a list of work items (see "Persistent walk")."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
+    if persistent and phase != 0:
+        raise ValueError("only phase 0 has a persistent form")
     if K != 128 or V % block_v or block_v not in (64, 128):
         raise ValueError(f"unsupported K={K}, V={V}, block_v={block_v} (the RS walk takes V-blocks 64 and 128)")
     C = CHUNK
@@ -176,77 +188,87 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, x_s)
 
     @T.macro
-    def consumer(w, X, Xb, uT, ub, un, oT, decay, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s, p_s, o_s,
-                 ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst, dst_row, bos, eos, nloop,
-                 init_mode, do_store, transition):
-        """Consumer warpgroup w: V rows v0 + 64w … of the block. Its chain, per chunk, in registers:
+    def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s, p_s, o_s,
+                 ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx, itm, transition):
+        """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
         Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K; beside it Oᵀ."""
-        v0w = v0 + w * R
         T.set_max_nreg(nreg_c, inc_c)
-        if init_mode == 1:
-            load_x(src, src_row, bh, v0w, X)
-        elif init_mode == 2:
-            # the identity S = I (CP transition rows): X[v, k] = (v0w + v == k)
-            for i, j in T.Parallel(R, K):
-                X[i, j] = T.if_then_else(v0w + i == j, 1.0, 0.0)
-        else:
-            T.clear(X)
-        for c in T.serial(nloop):
-            b = c % 2
-            T.barrier_wait(ready[b], (c // 2) % 2)
-            T.copy(X, Xb)                                   # the state as the bf16 A operand
-            # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
-            if transition:
-                T.clear(uT)
+        cnt[0] = 0
+        for it in T.serial(n_items):
+            item_at(it, item_ctx, itm)
+            bv = itm[0]
+            bh = itm[1]
+            bos = itm[2]
+            eos = itm[3]
+            nloop = itm[4]
+            init_mode = itm[5]
+            src_row = itm[6]
+            dst_row = itm[7]
+            do_store = itm[8]
+            v0w = bv * BV + w * R
+            if init_mode == 1:
+                load_x(src, src_row, bh, v0w, X)
+            elif init_mode == 2:
+                # the identity S = I (CP transition rows): X[v, k] = (v0w + v == k)
+                for i, j in T.Parallel(R, K):
+                    X[i, j] = T.if_then_else(v0w + i == j, 1.0, 0.0)
             else:
-                T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
-            T.barrier_wait(w_ready[b], (c // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
-            # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
-            T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
-            # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
-            # product) so they reach neither Uᵀ Pᵀ nor the state.
-            nvalid = T.min(eos - bos - c * C, C)
-            for i, j in T.Parallel(R, C):
-                uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
-            if with_output:
-                T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
-            for i, j in T.Parallel(R, C):
-                uT[i, j] = uT[i, j] * egl_s[b, j]
-            T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
-            # e^γ of the chunk's last valid token (the loader pads a short chunk with it): the
-            # loader's eg_s holds it already, the same expf of the same γ, so no exp on the chain
-            decay[0] = eg_s[b, C - 1]
-            for i, j in T.Parallel(R, K):
-                X[i, j] = X[i, j] * decay[0]
-            # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
-            T.gemm(un, k_s[b, :, :], X, clear_accum=False)
-            if with_output:
-                # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
-                T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
+                T.clear(X)
+            for c in T.serial(nloop):
+                u = cnt[0] + c                              # the CTA's chunk count: buffer and parity
+                b = u % 2
+                T.barrier_wait(ready[b], (u // 2) % 2)
+                T.copy(X, Xb)                                   # the state as the bf16 A operand
+                # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
+                if transition:
+                    T.clear(uT)
+                else:
+                    T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
+                T.barrier_wait(w_ready[b], (u // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
+                # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
+                T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+                # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
+                # product) so they reach neither Uᵀ Pᵀ nor the state.
+                nvalid = T.min(eos - bos - c * C, C)
                 for i, j in T.Parallel(R, C):
-                    oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
-                T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
-            T.barrier_arrive(w_free[b])
-            T.barrier_arrive(free[b])
-            if with_output:
-                T.barrier_wait(o_free, (c + 1) % 2)
-                # Oᵀ written transposed into the O tile for the store warp
+                    uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+                if with_output:
+                    T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
                 for i, j in T.Parallel(R, C):
-                    o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)
-                T.fence_proxy_async()       # the store warp may read o_s with TMA
-                T.barrier_arrive(o_ready)
-        if do_store:
-            store_x(dst, dst_row, bh, v0w, X)
+                    uT[i, j] = uT[i, j] * egl_s[b, j]
+                T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
+                # e^γ of the chunk's last valid token (the loader pads a short chunk with it): the
+                # loader's eg_s holds it already, the same expf of the same γ, so no exp on the chain
+                decay[0] = eg_s[b, C - 1]
+                for i, j in T.Parallel(R, K):
+                    X[i, j] = X[i, j] * decay[0]
+                # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
+                T.gemm(un, k_s[b, :, :], X, clear_accum=False)
+                if with_output:
+                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
+                    T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
+                    for i, j in T.Parallel(R, C):
+                        oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
+                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
+                T.barrier_arrive(w_free[b])
+                T.barrier_arrive(free[b])
+                if with_output:
+                    T.barrier_wait(o_free, (u + 1) % 2)
+                    # Oᵀ written transposed into the O tile for the store warp
+                    for i, j in T.Parallel(R, C):
+                        o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)
+                    T.fence_proxy_async()       # the store warp may read o_s with TMA
+                    T.barrier_arrive(o_ready)
+            if do_store != 0:
+                store_x(dst, dst_row, bh, v0w, X)
+            cnt[0] = cnt[0] + nloop
 
     @T.macro
-    def walk(bv, bh, q, k, v, gcum, a, out, src, src_row, dst, dst_row, bos, eos, nloop, init_mode, do_store,
-             transition):
-        """The chunk walk of one (V block, head, sequence) — see the module doc.
-        init_mode: 0 zero start, 1 start from src[src_row], 2 identity (CP transition rows).
-        do_store: write the final state to dst[dst_row]. transition: V ≡ 0 (CP phase 1)."""
-        v0 = bv * BV
-        hk = bh // G
-
+    def walk(q, k, v, gcum, a, out, src, dst, n_items, item_at, item_ctx, transition):
+        """The chunk walks of this CTA's items — see the module doc. ``item_at(it, item_ctx, itm)`` writes the it-th
+        item's (bv, bh, bos, eos, nloop, init_mode, src_row, dst_row, do_store) into ``itm``: init_mode 0 zero
+        start, 1 start from src[src_row], 2 identity (CP transition rows); do_store: write the final
+        state to dst[dst_row]. transition: V ≡ 0 (CP phase 1; one item per CTA there)."""
         q_s = T.alloc_shared((2, C, K), in_dtype)
         k_s = T.alloc_shared((2, C, K), in_dtype)
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
@@ -279,6 +301,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         un1 = T.alloc_fragment((R, C), in_dtype)
         oT1 = T.alloc_fragment((R, C), accum)
         decay1 = T.alloc_local((1,), accum)
+        cnt = T.alloc_local((1,), "int32")                # chunks walked by this CTA (each thread its own)
+        itm = T.alloc_local((9,), "int32")                # the current item's fields (see item_at)
         afb = T.alloc_fragment((C, C), in_dtype)          # WG_P: Aβ diag(e^γ), the A operand of Wₖ
         wk = T.alloc_fragment((C, K), accum)
         p = T.alloc_fragment((C, C), accum)
@@ -290,130 +314,243 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         tx = T.get_thread_binding()
         if tx < P0:
             if NW == 1:
-                consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s,
-                         p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst, dst_row, bos,
-                         eos, nloop, init_mode, do_store, transition)
+                consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s,
+                         p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items, item_at,
+                         item_ctx, itm, transition)
             else:
                 if tx < 128:
-                    consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
-                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst,
-                             dst_row, bos, eos, nloop, init_mode, do_store, transition)
+                    consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items,
+                             item_at, item_ctx, itm, transition)
                 else:
-                    consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, bh, v0, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
-                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, src_row, dst,
-                             dst_row, bos, eos, nloop, init_mode, do_store, transition)
+                    consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items,
+                             item_at, item_ctx, itm, transition)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
             T.set_max_nreg(nreg_p, inc_p)
-            for c in T.serial(nloop):
-                b = c % 2
-                T.barrier_wait(ready[b], (c // 2) % 2)
-                if use_qk_l2norm:
-                    l2norm_rows(q_s[b, :, :], xf, rn)
-                    l2norm_rows(k_s[b, :, :], xf, rn)
+            cnt[0] = 0
+            for it in T.serial(n_items):
+                item_at(it, item_ctx, itm)
+                nloop = itm[4]
+                for c in T.serial(nloop):
+                    u = cnt[0] + c
+                    b = u % 2
+                    T.barrier_wait(ready[b], (u // 2) % 2)
+                    if use_qk_l2norm:
+                        l2norm_rows(q_s[b, :, :], xf, rn)
+                        l2norm_rows(k_s[b, :, :], xf, rn)
+                        T.fence_proxy_async()
+                        T.sync_threads(BAR_P, 128)
+                    T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
+                    # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)
+                    for i, j in T.Parallel(C, C):
+                        afb[i, j] = T.cast(T.cast(a_s[b, i, j], accum) * eg_s[b, j], in_dtype)
+                    T.gemm(afb, k_s[b, :, :], wk, clear_accum=True)
+                    for i, j in T.Parallel(C, K):
+                        w_s[b, i, j] = T.cast(-wk[i, j], in_dtype)
+                    if with_output:
+                        # P = scale · (Q Kᵀ ⊙ D_incl). The mask runs on registers and stores once, in
+                        # pairs. Read between the p_s stores, γ_i and γ_j were reloaded from shared
+                        # memory for every element (a store may alias them), and a branch around each
+                        # exp cost three control instructions; now the exp runs for every element
+                        # (argument 0 above the diagonal) and the mask is a select. Same values, bit for
+                        # bit; WG_P's chunk loop 902 → 681 SASS instructions (16/32, V-block 64).
+                        T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)
+                        for i in T.Parallel(C):
+                            g_row[i] = g_s[b, i]
+                        for j in T.Parallel(C):
+                            g_col[j] = g_s[b, j]
+                        for i, j in T.Parallel(C, C):
+                            p[i, j] = p[i, j] * (scale * T.exp(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0)))
+                        for i, j in T.Parallel(C, C):
+                            p[i, j] = T.if_then_else(j <= i, p[i, j], 0.0)
+                        for i, j in T.Parallel(C, C):
+                            p_s[b, i, j] = T.cast(p[i, j], in_dtype)
                     T.fence_proxy_async()
-                    T.sync_threads(BAR_P, 128)
-                T.barrier_wait(w_free[b], (c // 2 + 1) % 2)
-                # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)
-                for i, j in T.Parallel(C, C):
-                    afb[i, j] = T.cast(T.cast(a_s[b, i, j], accum) * eg_s[b, j], in_dtype)
-                T.gemm(afb, k_s[b, :, :], wk, clear_accum=True)
-                for i, j in T.Parallel(C, K):
-                    w_s[b, i, j] = T.cast(-wk[i, j], in_dtype)
-                if with_output:
-                    # P = scale · (Q Kᵀ ⊙ D_incl). The mask runs on registers and stores once, in
-                    # pairs. Read between the p_s stores, γ_i and γ_j were reloaded from shared
-                    # memory for every element (a store may alias them), and a branch around each
-                    # exp cost three control instructions; now the exp runs for every element
-                    # (argument 0 above the diagonal) and the mask is a select. Same values, bit for
-                    # bit; WG_P's chunk loop 902 → 681 SASS instructions (16/32, V-block 64).
-                    T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)
-                    for i in T.Parallel(C):
-                        g_row[i] = g_s[b, i]
-                    for j in T.Parallel(C):
-                        g_col[j] = g_s[b, j]
-                    for i, j in T.Parallel(C, C):
-                        p[i, j] = p[i, j] * (scale * T.exp(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0)))
-                    for i, j in T.Parallel(C, C):
-                        p[i, j] = T.if_then_else(j <= i, p[i, j], 0.0)
-                    for i, j in T.Parallel(C, C):
-                        p_s[b, i, j] = T.cast(p[i, j], in_dtype)
-                T.fence_proxy_async()
-                T.barrier_arrive(w_ready[b])
-                T.barrier_arrive(free[b])
+                    T.barrier_arrive(w_ready[b])
+                    T.barrier_arrive(free[b])
+                cnt[0] = cnt[0] + nloop
 
         else:
             # ---------------- WG_IO: loads and the output store ----------------
             T.set_max_nreg(nreg_io, inc_io)
+            cnt[0] = 0
             # Branch on tx ranges (not a computed warp id): TileLang partitions each branch's
             # parallel loops over exactly the threads of that range.
             if tx < IO0 + 32:
-                for c in T.serial(nloop):
-                    b = c % 2
-                    left = bos + c * C
-                    T.barrier_wait(free[b], (c // 2 + 1) % 2)
-                    # Whole chunks, also a sequence's last one: rows past eos hold the next
-                    # sequence's (finite) data or TMA's zero fill; the consumers zero those
-                    # columns of Uᵀ.
-                    if tma_qk:
-                        T.tma_copy(q[left:left + C, hk, 0:K], q_s[b, :, :], barrier=ready[b])
-                        T.tma_copy(k[left:left + C, hk, 0:K], k_s[b, :, :], barrier=ready[b])
-                    else:
-                        for i, j in T.Parallel(C, K):
-                            q_s[b, i, j] = q[T.min(left + i, NT - 1), hk, j]
-                        for i, j in T.Parallel(C, K):
-                            k_s[b, i, j] = k[T.min(left + i, NT - 1), hk, j]
-                        T.fence_proxy_async()
-                    T.barrier_arrive(ready[b])
-            elif tx < IO0 + 64:
-                for c in T.serial(nloop):
-                    b = c % 2
-                    left = bos + c * C
-                    T.barrier_wait(free[b], (c // 2 + 1) % 2)
-                    for w in T.unroll(NW):
-                        if tma_v:
-                            T.tma_copy(v[left:left + C, bh, v0 + w * R:v0 + w * R + R], v_s[b, w, :, :],
-                                       barrier=ready[b])
+                for it in T.serial(n_items):
+                    item_at(it, item_ctx, itm)
+                    bh = itm[1]
+                    bos = itm[2]
+                    nloop = itm[4]
+                    hk = bh // G
+                    for c in T.serial(nloop):
+                        u = cnt[0] + c
+                        b = u % 2
+                        left = bos + c * C
+                        T.barrier_wait(free[b], (u // 2 + 1) % 2)
+                        # Whole chunks, also a sequence's last one: rows past eos hold the next
+                        # sequence's (finite) data or TMA's zero fill; the consumers zero those
+                        # columns of Uᵀ.
+                        if tma_qk:
+                            T.tma_copy(q[left:left + C, hk, 0:K], q_s[b, :, :], barrier=ready[b])
+                            T.tma_copy(k[left:left + C, hk, 0:K], k_s[b, :, :], barrier=ready[b])
                         else:
-                            for i, j in T.Parallel(C, R):
-                                v_s[b, w, i, j] = v[T.min(left + i, NT - 1), bh, v0 + w * R + j]
-                    if not tma_v:
-                        T.fence_proxy_async()
-                    # γ: rows past eos repeat the last valid γ, so every exponent stays ≤ 0. The
-                    # two exponential vectors the chain scales by are made here, off the chain.
-                    for i in T.Parallel(C):
-                        g_s[b, i] = gcum[T.min(left + i, eos - 1), bh]
-                        eg_s[b, i] = T.exp(gcum[T.min(left + i, eos - 1), bh])
-                        egl_s[b, i] = T.exp(gcum[T.min(left + C - 1, eos - 1), bh] - gcum[T.min(left + i, eos - 1), bh])
-                    T.barrier_arrive(ready[b])
+                            for i, j in T.Parallel(C, K):
+                                q_s[b, i, j] = q[T.min(left + i, NT - 1), hk, j]
+                            for i, j in T.Parallel(C, K):
+                                k_s[b, i, j] = k[T.min(left + i, NT - 1), hk, j]
+                            T.fence_proxy_async()
+                        T.barrier_arrive(ready[b])
+                    cnt[0] = cnt[0] + nloop
+            elif tx < IO0 + 64:
+                for it in T.serial(n_items):
+                    item_at(it, item_ctx, itm)
+                    bv = itm[0]
+                    bh = itm[1]
+                    bos = itm[2]
+                    eos = itm[3]
+                    nloop = itm[4]
+                    v0 = bv * BV
+                    for c in T.serial(nloop):
+                        u = cnt[0] + c
+                        b = u % 2
+                        left = bos + c * C
+                        T.barrier_wait(free[b], (u // 2 + 1) % 2)
+                        for w in T.unroll(NW):
+                            if tma_v:
+                                T.tma_copy(v[left:left + C, bh, v0 + w * R:v0 + w * R + R], v_s[b, w, :, :],
+                                           barrier=ready[b])
+                            else:
+                                for i, j in T.Parallel(C, R):
+                                    v_s[b, w, i, j] = v[T.min(left + i, NT - 1), bh, v0 + w * R + j]
+                        if not tma_v:
+                            T.fence_proxy_async()
+                        # γ: rows past eos repeat the last valid γ, so every exponent stays ≤ 0. The
+                        # two exponential vectors the chain scales by are made here, off the chain.
+                        for i in T.Parallel(C):
+                            g_s[b, i] = gcum[T.min(left + i, eos - 1), bh]
+                            eg_s[b, i] = T.exp(gcum[T.min(left + i, eos - 1), bh])
+                            egl_s[b, i] = T.exp(gcum[T.min(left + C - 1, eos - 1), bh] - gcum[T.min(left + i, eos - 1), bh])
+                        T.barrier_arrive(ready[b])
+                    cnt[0] = cnt[0] + nloop
             elif tx < IO0 + 96:
-                for c in T.serial(nloop):
-                    b = c % 2
-                    left = bos + c * C
-                    T.barrier_wait(free[b], (c // 2 + 1) % 2)
-                    T.tma_copy(a[left:left + C, bh, 0:C], a_s[b, :, :], barrier=ready[b])
-                    T.barrier_arrive(ready[b])
+                for it in T.serial(n_items):
+                    item_at(it, item_ctx, itm)
+                    bh = itm[1]
+                    bos = itm[2]
+                    nloop = itm[4]
+                    for c in T.serial(nloop):
+                        u = cnt[0] + c
+                        b = u % 2
+                        left = bos + c * C
+                        T.barrier_wait(free[b], (u // 2 + 1) % 2)
+                        T.tma_copy(a[left:left + C, bh, 0:C], a_s[b, :, :], barrier=ready[b])
+                        T.barrier_arrive(ready[b])
+                    cnt[0] = cnt[0] + nloop
             else:
                 if with_output:
-                    for c in T.serial(nloop):
-                        left = bos + c * C
-                        T.barrier_wait(o_ready, c % 2)
-                        if left + C <= eos:
-                            T.copy(o_s, out[left:left + C, bh, v0:v0 + BV])
-                        else:
-                            for i, j in T.Parallel(C, BV):
-                                if left + i < eos:
-                                    out[left + i, bh, v0 + j] = o_s[i, j]
-                        T.barrier_arrive(o_free)
-                    if nloop == 0:
-                        # a skipped (null-slot) sequence: zero output, no pool access
-                        for t in T.serial(T.ceildiv(eos - bos, C)):
-                            for i, j in T.Parallel(C, BV):
-                                if bos + t * C + i < eos:
-                                    out[bos + t * C + i, bh, v0 + j] = T.cast(0, in_dtype)
+                    for it in T.serial(n_items):
+                        item_at(it, item_ctx, itm)
+                        bv = itm[0]
+                        bh = itm[1]
+                        bos = itm[2]
+                        eos = itm[3]
+                        nloop = itm[4]
+                        v0 = bv * BV
+                        for c in T.serial(nloop):
+                            u = cnt[0] + c
+                            left = bos + c * C
+                            T.barrier_wait(o_ready, u % 2)
+                            if left + C <= eos:
+                                T.copy(o_s, out[left:left + C, bh, v0:v0 + BV])
+                            else:
+                                for i, j in T.Parallel(C, BV):
+                                    if left + i < eos:
+                                        out[left + i, bh, v0 + j] = o_s[i, j]
+                            T.barrier_arrive(o_free)
+                        if nloop == 0:
+                            # a skipped (null-slot) sequence: zero output, no pool access
+                            for t in T.serial(T.ceildiv(eos - bos, C)):
+                                for i, j in T.Parallel(C, BV):
+                                    if bos + t * C + i < eos:
+                                        out[bos + t * C + i, bh, v0 + j] = T.cast(0, in_dtype)
+                        cnt[0] = cnt[0] + nloop
 
     def live(slot, null_slot):
         return (slot >= 0) & (slot != null_slot)
+
+    @T.macro
+    def fixed_item(it, fields, f):
+        """One item per CTA (grid (NV, HV, sequences)): its fields, computed at the kernel's top."""
+        f[0] = fields[0]
+        f[1] = fields[1]
+        f[2] = fields[2]
+        f[3] = fields[3]
+        f[4] = fields[4]
+        f[5] = fields[5]
+        f[6] = fields[6]
+        f[7] = fields[7]
+        f[8] = fields[8]
+
+    def start_mode(ok, n, has_initial_state):
+        if read_has_initial_state:
+            return T.if_then_else(ok & (has_initial_state[n] != 0), 1, 0)
+        return T.if_then_else(ok, 1, 0)
+
+    @T.macro
+    def persistent_item(it, ctx, f):
+        """The it-th item of CTA bx in the persistent walk: items are (sequence rank, head, V block)
+        with the ranks in ``seq_order`` (longest first), dealt out in rounds of num_ctas, every
+        other round in reverse, so the CTA that took a round's longest item takes the next round's
+        shortest. ctx: (bx, num_ctas, seq_order, cu_seqlens, state_indices, has_initial_state,
+        null_slot). Every step is its own statement: nested in one expression, the bounds checks
+        TileLang adds around each table read copied the index arithmetic into every branch."""
+        pos = T.if_then_else(it % 2 == 0, ctx[0], ctx[1] - 1 - ctx[0])
+        item = it * ctx[1] + pos
+        n = ctx[2][item // (NV * HV)]
+        slot = ctx[4][n]
+        ok = live(slot, ctx[6])
+        bos = ctx[3][n]
+        eos = ctx[3][n + 1]
+        f[0] = item % NV
+        f[1] = item // NV % HV
+        f[2] = bos
+        f[3] = eos
+        f[4] = T.if_then_else(ok, T.ceildiv(eos - bos, C), 0)
+        f[5] = start_mode(ok, n, ctx[5])
+        f[6] = slot
+        f[7] = slot
+        f[8] = T.if_then_else(ok, 1, 0)
+
+    if phase == 0 and persistent:
+        @T.prim_func
+        def qla_fused_fwd_persistent(
+            q: T.StridedTensor((NT, H, K), (sq, K, 1), in_dtype),
+            k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
+            v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
+            gcum: T.Tensor((NT, HV), accum),
+            a: T.Tensor((NT, HV, C), in_dtype),
+            cu_seqlens: T.Tensor((NS + 1,), "int32"),
+            state_indices: T.Tensor((NS,), "int32"),
+            has_initial_state: T.Tensor((NS,), "uint8"),
+            pool: T.StridedTensor(pool_shape, pool_strides, pool_dtype),
+            out: T.StridedTensor((NT, HV, V), (so, V, 1), in_dtype),
+            null_slot: T.int32,
+            seq_order: T.Tensor((NS,), "int32"),
+            num_ctas: T.int32,
+        ):
+            with T.Kernel(num_ctas, threads=threads) as bx:
+                # NS·HV·NV items over num_ctas CTAs: every CTA takes one per whole round, and the
+                # last, partial round goes to the CTAs whose position in it is below the remainder.
+                n_all = NS * (HV * NV)
+                rounds = n_all // num_ctas
+                last_pos = T.if_then_else(rounds % 2 == 0, bx, num_ctas - 1 - bx)
+                n_mine = rounds + T.if_then_else(last_pos < n_all % num_ctas, 1, 0)
+                walk(q, k, v, gcum, a, out, pool, pool, n_mine, persistent_item,
+                     (bx, num_ctas, seq_order, cu_seqlens, state_indices, has_initial_state, null_slot), False)
+        return qla_fused_fwd_persistent
 
     if phase == 0:
         @T.prim_func
@@ -436,11 +573,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 slot = state_indices[bn]
                 ok = live(slot, null_slot)
                 nloop = T.if_then_else(ok, T.ceildiv(eos - bos, C), 0)
-                if read_has_initial_state:
-                    init_mode = T.if_then_else(ok & (has_initial_state[bn] != 0), 1, 0)
-                else:
-                    init_mode = T.if_then_else(ok, 1, 0)
-                walk(bv, bh, q, k, v, gcum, a, out, pool, slot, pool, slot, bos, eos, nloop, init_mode, ok, False)
+                init_mode = start_mode(ok, bn, has_initial_state)
+                walk(q, k, v, gcum, a, out, pool, pool, 1, fixed_item,
+                     (bv, bh, bos, eos, nloop, init_mode, slot, slot, T.if_then_else(ok, 1, 0)), False)
         return qla_fused_fwd
 
     if phase == 1:
@@ -461,8 +596,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 bos = part_bounds[r, 0]
                 eos = part_bounds[r, 1]
                 transition = bz >= NSP
-                walk(bv, bh, q, k, v, gcum, a, None, scratch, bz, scratch, bz, bos, eos, T.ceildiv(eos - bos, C),
-                     T.if_then_else(transition, 2, 0), True, transition)
+                walk(q, k, v, gcum, a, None, scratch, scratch, 1, fixed_item,
+                     (bv, bh, bos, eos, T.ceildiv(eos - bos, C), T.if_then_else(transition, 2, 0), bz, bz, 1),
+                     transition)
         return qla_fused_fwd_partials
 
     NSV = T.dynamic("num_virtual_seqs")
@@ -487,7 +623,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             eos = cu_seqlens_v[bn + 1]
             slot = slot_v[bn]
             ok = live(slot, null_slot)
-            walk(bv, bh, q, k, v, gcum, a, out, starts, bn, pool, slot, bos, eos,
-                 T.if_then_else(ok, T.ceildiv(eos - bos, C), 0), T.if_then_else(ok, 1, 0),
-                 ok & (last_v[bn] != 0), False)
+            walk(q, k, v, gcum, a, out, starts, pool, 1, fixed_item,
+                 (bv, bh, bos, eos, T.if_then_else(ok, T.ceildiv(eos - bos, C), 0), T.if_then_else(ok, 1, 0), bn,
+                  slot, T.if_then_else(ok & (last_v[bn] != 0), 1, 0)), False)
     return qla_fused_fwd_from_starts
