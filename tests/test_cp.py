@@ -490,8 +490,8 @@ def test_block_v_override(monkeypatch):
 
 
 def test_plan_picks_the_walk_form_and_its_cta_count(monkeypatch):
-    """The persistent walk by default, with min(items, SMs) CTAs; QLA_PERSISTENT=0 the one-CTA-per-item
-    form; a caller's partial choice (width, maybe form) is completed, not replaced."""
+    """The persistent walk where no item outlasts the mean CTA's share, with min(items, SMs) CTAs;
+    QLA_PERSISTENT forces a form; a caller's partial choice (width, maybe form) is completed."""
     from qla_serve.kernels import hopper
 
     def plan_for(seqlens):
@@ -500,12 +500,20 @@ def test_plan_picks_the_walk_form_and_its_cta_count(monkeypatch):
             cu.append(cu[-1] + n)
         return plan_prefill(torch.tensor(cu, dtype=torch.int32), device="meta")
 
+    monkeypatch.delenv(hopper.PERSISTENT_ENV, raising=False)
     got = hopper.plan_hopper(plan_for([64] * 3), 8, 128)          # 3 sequences × 8 heads × (128 / 64)
     assert got == {"block_v": 64, "persistent": True, "ctas": 48}
     assert hopper.plan_hopper(plan_for([100] * 300), 8, 128)["ctas"] == 132
-    monkeypatch.setenv(hopper.PERSISTENT_ENV, "0")
-    assert hopper.plan_hopper(plan_for([64] * 3), 8, 128)["persistent"] is False
+    assert hopper.plan_hopper(plan_for([128] * 64), 32, 128)["persistent"] is True       # 64×128: many short items
+    assert hopper.plan_hopper(plan_for([1] * 256 + [4096]), 32, 128)["persistent"] is True
+    # one long sequence's items outlast the mean share: the block scheduler's greedy order instead
+    assert hopper.plan_hopper(plan_for([7000, 600, 300, 200, 92]), 32, 128)["persistent"] is False
+    for forced, want in (("0", False), ("1", True)):
+        monkeypatch.setenv(hopper.PERSISTENT_ENV, forced)
+        assert hopper.plan_hopper(plan_for([7000, 600, 300, 200, 92]), 32, 128)["persistent"] is want
+        assert hopper.walk_forms() == [want]
     monkeypatch.delenv(hopper.PERSISTENT_ENV)
+    assert hopper.walk_forms() == [True, False]          # warm-up builds both
     plan = plan_for([64] * 3)
     plan.kernel_data[("hopper", 8, 128)] = {"block_v": 128}
     assert hopper.plan_hopper(plan, 8, 128) == {"block_v": 128, "persistent": True, "ctas": 24}

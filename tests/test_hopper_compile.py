@@ -58,6 +58,7 @@ def test_variant_compiles_for_sm90a(var):
     kkt = hopper.kkt_kernel_for(var)
     fwd = hopper.fwd_kernel(var)
     assert "wgmma" in fwd.get_kernel_source(), "fused_fwd should use Hopper wgmma"
+    assert "wgmma" in hopper.fwd_kernel(var, persistent=False).get_kernel_source()   # the other walk form
     assert "wgmma" in kkt.get_kernel_source()
     # Second lookup is served from the in-process cache: no new compile.
     n = hopper.compile_count
@@ -76,7 +77,8 @@ def _fwd_args_on_cpu(var):
     args = (q, q.clone(), torch.randn(T, HV, 128).bfloat16(), torch.zeros(T, HV), torch.zeros(T, HV, 64).bfloat16(),
             torch.tensor([0, T], dtype=torch.int32), torch.tensor([1], dtype=torch.int32),
             torch.ones(1, dtype=torch.uint8), pool, torch.empty(T, HV, 128).bfloat16(), 0)
-    if hopper.persistent_walk():        # the persistent walk also takes seq_order and its CTA count
+    if hopper.persistent_walk() is not False:    # fwd_kernel's default, the persistent walk, also takes
+        # seq_order and its CTA count
         args += (torch.zeros(1, dtype=torch.int32), 1)
     return args
 

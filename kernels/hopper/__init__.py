@@ -39,7 +39,7 @@ BLOCK_V_CHOICES = (128, 64)  # what the plan picks and warm-up builds
 KERNEL_BLOCK_V = (64, 128)  # what fused_fwd compiles (one consumer warpgroup per 64 V rows)
 BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
-PERSISTENT_ENV = "QLA_PERSISTENT"         # 0: the walk's one-CTA-per-item form (A/B aid)
+PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
 
 _lock = threading.Lock()
 _kernels: dict[tuple, Any] = {}
@@ -176,21 +176,38 @@ def kkt_kernel_for(var: "Variant"):
                       (st[1], st[4], st[5]))
 
 
-def persistent_walk() -> bool:
-    """Whether the prefill's walk (phase 0) runs in its persistent form: one CTA per SM walking
-    (sequence, head, V block) items one after another, so that the next item's loads and chunk-only
-    products overlap the current item's last chunks. ``QLA_PERSISTENT=0`` launches one CTA per item
-    instead (a CTA then pays its pipeline's fill and drain alone: ~5 µs of the walk's cost model)."""
-    return os.environ.get(PERSISTENT_ENV, "1") != "0"
+def persistent_walk() -> bool | None:
+    """The walk form forced by ``QLA_PERSISTENT`` (A/B aid): "1" persistent, "0" one CTA per item;
+    None (unset) leaves it to :func:`persistent_pays`."""
+    got = os.environ.get(PERSISTENT_ENV)
+    return None if got in (None, "") else got != "0"
+
+
+def persistent_pays(seqlens: Sequence[int], ctas_per_seq: int, block_v: int, sms: int) -> bool:
+    """Whether the prefill's walk runs persistent: one CTA per SM walking (sequence, head, V block)
+    items one after another, so that the next item's loads and chunk-only products overlap the
+    current one's last chunks (session 9: GPU time ×0.85–0.91 on 16/32 and 2/8 64×128 and
+    256×1+4096, ±1 % on rows of few or long items). Its static deal cannot leave a CTA with a long
+    item out of later rounds the way the block scheduler's greedy order does (16/32
+    7000+600+300+200+92: ×1.06), so it runs only where no item outlasts the mean CTA's share of
+    the work (:data:`WALK_COST_US`)."""
+    fixed, per_chunk = WALK_COST_US[block_v]
+    chunks = [(n + CHUNK - 1) // CHUNK for n in seqlens] or [0]
+    items = len(chunks) * ctas_per_seq
+    total = ctas_per_seq * (fixed * len(chunks) + per_chunk * sum(chunks))
+    return fixed + per_chunk * max(chunks) <= total / max(1, min(items, sms)) * (1 + 1e-9)
 
 
 def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None):
     """The fused walk for a variant. ``phase``: 0 the prefill; 1 and 3 the CP partial and output
-    passes (see :mod:`fused_fwd` and :mod:`cp`). ``persistent`` (phase 0; default
-    :func:`persistent_walk`): the walk's persistent form (launched with ``plan_hopper``'s CTA count)."""
+    passes (see :mod:`fused_fwd` and :mod:`cp`). ``persistent`` (phase 0): the walk's persistent
+    form (launched with ``plan_hopper``'s CTA count); None: the persistent one unless
+    ``QLA_PERSISTENT=0`` (what warm-up builds)."""
     from . import fused_fwd
 
-    persistent = phase == 0 and (persistent_walk() if persistent is None else bool(persistent))
+    if persistent is None:
+        persistent = persistent_walk() is not False
+    persistent = phase == 0 and bool(persistent)
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
@@ -228,15 +245,27 @@ def _cp_kernels(var: Variant) -> None:
     cp.warmup_cp([var], log=None)
 
 
+def walk_forms() -> list[bool]:
+    """The phase-0 walk forms a plan can pick (both, unless ``QLA_PERSISTENT`` forces one)."""
+    forced = persistent_walk()
+    return [True, False] if forced is None else [forced]
+
+
+def _fwd_kernels(var: Variant) -> None:
+    for persistent in walk_forms():
+        fwd_kernel(var, persistent=persistent)
+
+
 def build_variant(var: Variant) -> None:
-    """Process-pool entry: compile one variant (the prefill and its CP kernels) into TileLang's disk cache."""
+    """Process-pool entry: compile one variant (the prefill in both walk forms and its CP kernels)
+    into TileLang's disk cache."""
     kkt_kernel_for(var)
-    fwd_kernel(var)
+    _fwd_kernels(var)
     _cp_kernels(var)
 
 
 def warmup(variants: Iterable[Variant], log=print, processes: int | None = None) -> dict[str, float]:
-    """Compile every variant (kkt_solve, the fused walk and its CP kernels) now; returns seconds per kernel key. A compile that TileLang
+    """Compile every variant (kkt_solve, the fused walk in both forms and its CP kernels) now; returns seconds per kernel key. A compile that TileLang
     finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load.
 
     ``processes`` > 1 first builds the variants in that many worker processes (each compile runs nvcc
@@ -254,7 +283,7 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
                 f"{time.perf_counter() - t0:.1f} s")
     times: dict[str, float] = {}
     for var in variants:
-        for what, fn in (("kkt", lambda: kkt_kernel_for(var)), ("fwd", lambda: fwd_kernel(var)),
+        for what, fn in (("kkt", lambda: kkt_kernel_for(var)), ("fwd", lambda: _fwd_kernels(var)),
                          ("cp", lambda: _cp_kernels(var))):
             t0 = time.perf_counter()
             fn()
@@ -346,7 +375,12 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
     # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
     # a second), never more CTAs than items.
     items = plan.num_seqs * num_v_heads * (head_v_dim // block_v)
-    persistent = bool(got["persistent"]) if got is not None and "persistent" in got else persistent_walk()
+    if got is not None and "persistent" in got:
+        persistent = bool(got["persistent"])
+    else:
+        persistent = persistent_walk()
+        if persistent is None:
+            persistent = persistent_pays(plan.seqlens, num_v_heads * (head_v_dim // block_v), block_v, sms)
     got = {"block_v": block_v, "persistent": persistent, "ctas": max(1, min(items, sms))}
     plan.kernel_data[key] = got
     return got
