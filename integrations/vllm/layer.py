@@ -98,7 +98,7 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
         md = QLAGDNAttentionMetadata(
             **fields,
             qla_plan=plan_prefill(cu_cpu, device=device),
-            qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device),
+            qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device, md if nd == 0 else None),
             qla_state_indices=md.prefill_state_indices[:npf].contiguous(),
             qla_has_initial_state=md.prefill_has_initial_state[:npf].contiguous(),
         )

@@ -197,3 +197,17 @@ def test_step_timer_attaches_builder_notes_to_the_step_that_follows(monkeypatch,
     assert lines[0]["qla_builder_ms"] == 0.75
     assert "qla_builder_ms" not in lines[1] and "qla_builder_ms" not in lines[2]
     assert float(x[0]) == 6.0               # every layer ran exactly once
+
+
+def test_conv_tables_of_a_prefill_only_step_are_vllms_own():
+    """A step without decodes: vLLM's builder already made the causal-conv tables for exactly the
+    prefill slice, so the plugin hands those on instead of computing them again."""
+    import torch
+
+    from qla_serve.integrations.vllm import engine_ops
+
+    tables = SimpleNamespace(nums_dict={8: {"tot": 3}}, batch_ptr=object(), token_chunk_offset_ptr=object())
+    got = engine_ops.conv_metadata(torch.tensor([0, 5, 24], dtype=torch.int32), torch.device("cuda", 0), tables)
+    assert got.nums_dict is tables.nums_dict and got.batch_ptr is tables.batch_ptr
+    assert got.token_chunk_offset_ptr is tables.token_chunk_offset_ptr
+    assert engine_ops.conv_metadata(torch.tensor([0, 5]), torch.device("cpu"), tables) is None  # CPU: none needed
