@@ -187,7 +187,7 @@ def persistent_pays(seqlens: Sequence[int], ctas_per_seq: int, block_v: int, sms
     """Whether the prefill's walk runs persistent: one CTA per SM walking (sequence, head, V block)
     items one after another, so that the next item's loads and chunk-only products overlap the
     current one's last chunks (session 9: GPU time ×0.85–0.91 on 16/32 and 2/8 64×128 and
-    256×1+4096, ±1 % on rows of few or long items). Its static deal cannot leave a CTA with a long
+    256×1+4096, within ±3 % on rows of few or long items). Its static deal cannot leave a CTA with a long
     item out of later rounds the way the block scheduler's greedy order does (16/32
     7000+600+300+200+92: ×1.06), so it runs only where no item outlasts the mean CTA's share of
     the work (:data:`WALK_COST_US`)."""
@@ -202,7 +202,7 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None):
     """The fused walk for a variant. ``phase``: 0 the prefill; 1 and 3 the CP partial and output
     passes (see :mod:`fused_fwd` and :mod:`cp`). ``persistent`` (phase 0): the walk's persistent
     form (launched with ``plan_hopper``'s CTA count); None: the persistent one unless
-    ``QLA_PERSISTENT=0`` (what warm-up builds)."""
+    ``QLA_PERSISTENT=0``. Warm-up builds both forms (:func:`walk_forms`)."""
     from . import fused_fwd
 
     if persistent is None:

@@ -4,10 +4,10 @@ state lives in registers as the A operand of wgmma. Measured on the H200 in sess
 (bench_serving/results/h200-session5/): GPU tests 17 of 17 (V-block 32 refused), errors as main's;
 9–11 % faster than main's walk on 1×32768 rows, ±2 % at 8192×4, 6–7 % slower at V-block 128.
 
-A (V block, value head, sequence) item walks the sequence's 64-token chunks in order (see "Work items"). The state is
-kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows per consumer warpgroup in
-fp32 registers. Per chunk, with Q, K [64, K], V [64, BV], Aβ and γ from :mod:`kkt_solve` (bf16
-tensor-core operands, fp32 accumulators):
+A (V block, value head, sequence) item walks the sequence's 64-token chunks in order (see "Work
+items"). The state is kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows
+per consumer warpgroup in fp32 registers. Per chunk, with Q, K [64, K], V [64, BV], Aβ and γ from
+:mod:`kkt_solve` (bf16 tensor-core operands, fp32 accumulators):
     −Wₖ = −Aβ diag(e^γ) K,   P = scale · (Q Kᵀ ⊙ D_incl)       (chunk-only: WG_P, one chunk ahead)
     Uᵀ  = Vᵀ Aβᵀ + X (−Wₖ)ᵀ                                     (X rounded to bf16 as the register A operand)
     Uᵀ[:, i ≥ nvalid] = 0                                        (a select)
@@ -63,17 +63,20 @@ transposed, once per sequence, with plain strided accesses). fp32 rows enter X t
 (``__fmul_rn``), the previous walk's fix for a ptxas spill.
 
 Work items: (V block, value head, sequence), one chunk walk each. Phases 1 and 3 launch one CTA per
-item, grid (V / BV, HV, sequences). Phase 0 has a second, *persistent* form (the default; host choice
-in ``plan_hopper``): ``num_ctas`` CTAs (one per SM: shared memory and registers leave room for no
+item, grid (V / BV, HV, sequences). Phase 0 has a second, *persistent* form (the host plan picks it:
+``plan_hopper``): ``num_ctas`` CTAs (one per SM: shared memory and registers leave room for no
 second) deal the N·HV·(V/BV) items out in rounds, sequences longest first (the plan's ``seq_order``),
 every other round in reverse. Every warp role loops over the same items in the same order and counts
 the CTA's chunks across them (``cnt``), so buffer indices and barrier parities run on through item
 boundaries: the loaders and WG_P start the next item's first chunks while the consumers finish the
-current one, and an item costs its chunks plus the consumers' state store and load, instead of a
-whole CTA's fill and drain (the cost model's fixed 5 µs at V-block 64, 10 µs at 128).
-BV ∈ {64, 128}. BV = 32 raises ValueError in this version (a consumer owns 64 V rows: wgmma's M). T, N and the pool's row count and stride are dynamic; token strides of
-q/k/v/out are compile-time (TMA descriptors and 16-byte stores; a stride that is not a multiple of 16
-bytes falls back to plain loads).
+current one. Measured on the H200 (session 9): GPU time ×0.85–0.92 where items are one or two
+chunks long (64×128, 256×1+4096), within ±3 % elsewhere, ×1.06 where one sequence's items are much
+longer than the rest (the static deal keeps loading their CTAs; the block scheduler does not), so
+the plan takes it only where no item outlasts the mean CTA's share.
+BV ∈ {64, 128}. BV = 32 raises ValueError in this version (a consumer owns 64 V rows: wgmma's M).
+T, N and the pool's row count and stride are dynamic; token strides of q/k/v/out are compile-time
+(TMA descriptors and 16-byte stores; a stride that is not a multiple of 16 bytes falls back to
+plain loads).
 """
 
 import os
@@ -107,7 +110,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     stores vectorise (an engine's q/k/v views of its packed qkv buffer have one fixed stride per
     model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc).
     ``block_v`` 64 or 128 (one or two consumer warpgroups); 32 raises ValueError in this version.
-    ``persistent`` (phase 0 only): one CTA per SM walks a list of work items (see "Persistent walk")."""
+    ``persistent`` (phase 0 only): one CTA per SM walks a list of work items (see "Work items")."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
     if persistent and phase != 0:
@@ -189,7 +192,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
 
     @T.macro
     def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s, p_s, o_s,
-                 ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx, itm, transition):
+                 ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx, itm,
+                 transition):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
         Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K; beside it Oᵀ."""
         T.set_max_nreg(nreg_c, inc_c)
