@@ -22,7 +22,10 @@
 # AB_SKIP_TREE=1 leaves the checkout's to the caller): beside other builds, so that the timed runs
 # later only load them.
 # Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
-# plan's choice, then forced 128), AB_BASE (the ratios' reference run, default tree-bvplan),
+# plan's choice, then forced 128; set and empty: only the tests), AB_BASE (the ratios' reference
+# run, default tree-bvplan),
+# AB_BACKENDS (kernels.py --backends of the timed runs, default qla; e.g. qla,flashqla,fla for an
+# alternative's issue-3 table), AB_TIME_TREE=0 (time only the alternatives),
 # AB_DEADLINE (seconds for the whole script; each timed run gets an equal share of what is left, and
 # rows stop being started past it), PYTHON.
 set -uo pipefail
@@ -81,20 +84,22 @@ for i in "${!labels[@]}"; do
     echo "[ab] $l tests: $(tail -n 1 "$OUT/tests-$l.log")"
   fi
 done
-widths_run=(${AB_BLOCK_V:-plan 128})
-runs_left=$(( ${#widths_run[@]} * ${#labels[@]} ))
+widths_run=(${AB_BLOCK_V-plan 128})     # AB_BLOCK_V="" : the tests only, nothing timed
+timed=("${labels[@]}"); [ "${AB_TIME_TREE:-1}" = 0 ] && timed=("${labels[@]:1}")
+runs_left=$(( ${#widths_run[@]} * ${#timed[@]} ))
 for bv in "${widths_run[@]}"; do
-  for l in "${labels[@]}"; do
+  for l in "${timed[@]}"; do
     left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l bv=$bv: not started (${left}s left)"; runs_left=$((runs_left - 1)); continue; }
     # An equal share of what is left for each run still to come: the first run cannot starve the
     # last (session 7: seven labels in 250 s left the sixth 6 s and the seventh none).
     share=$(( (left - 10) / runs_left )); runs_left=$((runs_left - 1))
     [ "$share" -gt 45 ] || share=$((left - 10))
     env_bv=(); [ "$bv" != plan ] && env_bv=(QLA_BLOCK_V="$bv")
-    in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernels.py --backends qla \
+    in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernels.py --backends "${AB_BACKENDS:-qla}" \
       --heads "$HEADS" --mixes "$MIXES" --budget-s $((share - 20)) --out "$OUT/$l-bv$bv" > "$OUT/$l-bv$bv.log" 2>&1
     echo "[ab] $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
   done
 done
 rm -rf "$OUT"/site-*
+[ ${#widths_run[@]} -gt 0 ] && [ "${AB_TIME_TREE:-1}" = 1 ] || exit 0
 "$PY" "$ROOT/bench_serving/ab_table.py" "$OUT" "${AB_BASE:-tree-bvplan}" > "$OUT/ab.md" && cat "$OUT/ab.md"
