@@ -174,32 +174,47 @@ def decode_reference(
 def token_recurrence(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
     cu_seqlens: Sequence[int], initial_state: torch.Tensor | None = None, *,
-    scale: float | None = None, use_qk_l2norm: bool = False,
+    scale: float | None = None, use_qk_l2norm: bool = False, device: torch.device | str = "cpu",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fp64 oracle, token by token, on the CPU.
+    """The fp64 oracle, token by token (on the CPU unless ``device`` says otherwise).
 
     q, k [T, H, K]; v [T, HV, V]; g, beta [T, HV]; initial_state [N, HV, K, V] (math layout) or None.
-    Returns o [T, HV, V] and final states [N, HV, K, V], both fp64.
+    Returns o [T, HV, V] and final states [N, HV, K, V], both fp64, on ``device``.
+
+    Every sequence advances one token per step (longest first, so the sequences still running are
+    a prefix of the batch): a batch of many short sequences costs its longest length in steps, not
+    its total. The GPU tests run it on the GPU, where the fp64 steps of a 32K-token case take
+    seconds rather than the CPU's tens of seconds (the oracle was most of their time).
     """
     T, H, Kd = q.shape
     HV, Vd = v.shape[1], v.shape[2]
     scale = Kd ** -0.5 if scale is None else scale
-    qd, kd, vd, gd, bd = (x.detach().to("cpu", torch.float64) for x in (q, k, v, g, beta))
+    dev = torch.device(device)
+    qd, kd, vd, gd, bd = (x.detach().to(dev, torch.float64) for x in (q, k, v, g, beta))
     if use_qk_l2norm:
         qd, kd = l2norm(qd), l2norm(kd)
     rep = HV // H
     qd, kd = qd.repeat_interleave(rep, 1), kd.repeat_interleave(rep, 1)
     cu = [int(c) for c in cu_seqlens]
     N = len(cu) - 1
-    o = torch.zeros(T, HV, Vd, dtype=torch.float64)
-    finals = torch.zeros(N, HV, Kd, Vd, dtype=torch.float64)
-    for i in range(N):
-        S = (initial_state[i].detach().to("cpu", torch.float64).clone()
-             if initial_state is not None else torch.zeros(HV, Kd, Vd, dtype=torch.float64))
-        for t in range(cu[i], cu[i + 1]):
-            S = S * torch.exp(gd[t])[:, None, None]
-            u = bd[t][:, None] * (vd[t] - torch.einsum("hkv,hk->hv", S, kd[t]))
-            S = S + kd[t][:, :, None] * u[:, None, :]
-            o[t] = scale * torch.einsum("hkv,hk->hv", S, qd[t])
-        finals[i] = S
+    lens = [cu[i + 1] - cu[i] for i in range(N)]
+    order = sorted(range(N), key=lambda i: -lens[i])
+    o = torch.zeros(T, HV, Vd, dtype=torch.float64, device=dev)
+    S = torch.zeros(N, HV, Kd, Vd, dtype=torch.float64, device=dev)   # in `order`
+    if initial_state is not None:
+        S.copy_(initial_state.detach()[order].to(dev, torch.float64))
+    starts = torch.tensor([cu[i] for i in order], dtype=torch.long, device=dev)
+    running = N
+    for t in range(max(lens, default=0)):
+        while lens[order[running - 1]] <= t:
+            running -= 1
+        tok = starts[:running] + t
+        St = S[:running]                                    # a view: updated in place
+        St.mul_(torch.exp(gd[tok])[..., None, None])
+        kt = kd[tok]
+        u = bd[tok][..., None] * (vd[tok] - torch.einsum("nhkv,nhk->nhv", St, kt))
+        St.add_(kt[..., None] * u[..., None, :])
+        o[tok] = scale * torch.einsum("nhkv,nhk->nhv", St, qd[tok])
+    finals = torch.empty_like(S)
+    finals[order] = S
     return o, finals
