@@ -283,21 +283,12 @@ def accuracy(backends=tuple(BACKENDS), seqlens=(512, 300, 77), H=2, HV=8, seed=3
     x = make_inputs(list(seqlens), H, HV, seed)
     x["g"] = -torch.rand_like(x["g"]) * 2.0
     x["pool"].normal_()
-    cu = x["cu_cpu"].tolist()
-    rep = HV // H
-    qd, kd = (t.double().repeat_interleave(rep, 1) for t in (x["q"], x["k"]))
-    vd, gd, bd = x["v"].double(), x["g"].double(), x["beta"].double()
-    o_ref = torch.zeros_like(vd)
-    s_ref = []
-    for i in range(len(seqlens)):
-        S = x["pool"][x["idx"][i]].double().transpose(-1, -2).clone()   # [HV, K, V]
-        for t in range(cu[i], cu[i + 1]):
-            S = S * torch.exp(gd[t])[:, None, None]
-            u = bd[t][:, None] * (vd[t] - torch.einsum("hkv,hk->hv", S, kd[t]))
-            S = S + kd[t][:, :, None] * u[:, None, :]
-            o_ref[t] = (K ** -0.5) * torch.einsum("hkv,hk->hv", S, qd[t])
-        s_ref.append(S.transpose(-1, -2))
-    s_ref = torch.stack(s_ref)
+    from qla_serve.reference import token_recurrence
+
+    init = x["pool"][x["idx"].long()].transpose(-1, -2)          # pool rows [V, K] → math layout [K, V]
+    o_ref, s_ref = token_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], x["cu_cpu"].tolist(), init,
+                                    scale=K ** -0.5, device=x["v"].device)
+    s_ref = s_ref.transpose(-1, -2)                               # back to the pool's rows
 
     def rel(a, b):
         return float((a.double() - b).norm() / b.norm())
