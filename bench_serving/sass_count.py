@@ -95,13 +95,14 @@ def parse(sass: str) -> dict[int, collections.Counter]:
 
 
 def regions(lines: list[str], kernel: str) -> list[tuple[str, int, int]]:
-    """(name, first line, last line), 1-based. The walk: split at its setmaxnreg calls."""
+    """(name, first line, last line), 1-based. The walk: split at its setmaxnreg calls, one per
+    consumer warpgroup (two at V-block 128), then WG_P's and the IO warps'."""
     if kernel == "kkt":
         return [("kkt_solve", 1, len(lines))]
     marks = [i + 1 for i, text in enumerate(lines) if "tl::warpgroup_reg_" in text]
     if len(marks) < 3:
         return [("walk", 1, len(lines))]
-    return [("consumers", marks[0], marks[1] - 1), ("WG_P", marks[1], marks[2] - 1), ("IO", marks[2], len(lines))]
+    return [("consumers", marks[0], marks[-2] - 1), ("WG_P", marks[-2], marks[-1] - 1), ("IO", marks[-1], len(lines))]
 
 
 def main(argv=None) -> int:

@@ -32,3 +32,11 @@ def test_regions_split_the_walk_at_its_setmaxnreg_calls():
         lines[i - 1] = "tl::warpgroup_reg_alloc<240>();"
     assert sass_count.regions(lines, "fwd") == [("consumers", 2, 4), ("WG_P", 5, 7), ("IO", 8, 10)]
     assert sass_count.regions(lines, "kkt") == [("kkt_solve", 1, 10)]
+
+
+def test_regions_count_both_consumers_at_v_block_128():
+    # V-block 128 has two consumer warpgroups, each with its own setmaxnreg before WG_P's and IO's
+    lines = ["x"] * 12
+    for i in (2, 4, 8, 10):
+        lines[i - 1] = "tl::warpgroup_reg_alloc<176>();"
+    assert sass_count.regions(lines, "fwd") == [("consumers", 2, 7), ("WG_P", 8, 9), ("IO", 10, 12)]
