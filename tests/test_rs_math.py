@@ -36,9 +36,11 @@ def kkt_chunk(kc, bc, gam, nvalid):
     return torch.linalg.solve(A, torch.diag(bc[:nvalid]))
 
 
-def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, block_v, junk):
+def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, block_v, junk, form="ks"):
     """fp64 emulation of the kernel's RS-ordered walk. pool_rows [N, HV, *layout shape] or None
-    (zero start). Returns o [T, HV, V] and the final pool rows in ``layout``."""
+    (zero start). Returns o [T, HV, V] and the final pool rows in ``layout``. ``form``: how Uᵀ's
+    state term is made: "ks" (the kernel: the consumer's X Kᵀ ⊙ e^γ times Aβᵀ, junk K rows past eos
+    included) or "wk" (the walk before it: WG_P's −Wₖ = −Aβ diag(e^γ) K)."""
     T_, H, K = q.shape
     HV, V = v.shape[1], v.shape[2]
     G = HV // H
@@ -85,7 +87,10 @@ def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, bl
                                         scale * (qc @ kc.T) * torch.exp(dd.clamp(max=0)), torch.zeros(C, C,
                                                                                                    dtype=torch.float64))
                         # the chain (consumer)
-                        Ut = vc.T @ Ab.T + X @ Wk_neg.T
+                        if form == "ks":
+                            Ut = vc.T @ Ab.T - ((X @ kc.T) * eg[None, :]) @ Ab.T
+                        else:
+                            Ut = vc.T @ Ab.T + X @ Wk_neg.T
                         Ut = torch.where(torch.arange(C)[None, :] < nvalid, Ut, torch.zeros_like(Ut))
                         Ot = scale * (X @ qc.T) * eg[None, :] + Ut @ P.T
                         X = torch.exp(gam[-1]) * X + (Ut * egl[None, :]) @ kc
@@ -96,9 +101,10 @@ def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, bl
     return o, torch.stack(finals)
 
 
+@pytest.mark.parametrize("form", ["ks", "wk"])
 @pytest.mark.parametrize("layout", ["vk", "kv"])
 @pytest.mark.parametrize("block_v,use_l2,init", [(64, False, True), (128, True, True), (128, False, False)])
-def test_rs_walk_matches_token_oracle(layout, block_v, use_l2, init):
+def test_rs_walk_matches_token_oracle(layout, block_v, use_l2, init, form):
     torch.manual_seed(0)
     seqlens = [130, 64, 1, 200]            # a partial last chunk, an exact chunk, one token, 4 chunks
     cu = [0]
@@ -118,7 +124,7 @@ def test_rs_walk_matches_token_oracle(layout, block_v, use_l2, init):
     pool_rows = None if S0 is None else (S0.transpose(-1, -2) if layout == "vk" else S0).contiguous()
 
     o, fin = rs_walk(q, k, v, g, beta, cu, pool_rows, layout, scale=scale, use_qk_l2norm=use_l2,
-                     block_v=block_v, junk=5.0)
+                     block_v=block_v, junk=5.0, form=form)
     o_ref, s_ref = token_recurrence(q, k, v, g, beta, cu, S0, scale=scale, use_qk_l2norm=use_l2)
     fin_math = fin.transpose(-1, -2) if layout == "vk" else fin
 

@@ -8,16 +8,20 @@ A (V block, value head, sequence) item walks the sequence's 64-token chunks in o
 items"). The state is kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows
 per consumer warpgroup in fp32 registers. Per chunk, with Q, K [64, K], V [64, BV], Aβ and γ from
 :mod:`kkt_solve` (bf16 tensor-core operands, fp32 accumulators):
-    −Wₖ = −Aβ diag(e^γ) K,   P = scale · (Q Kᵀ ⊙ D_incl)       (chunk-only: WG_P, one chunk ahead)
-    Uᵀ  = Vᵀ Aβᵀ + X (−Wₖ)ᵀ                                     (X rounded to bf16 as the register A operand)
+    P = scale · (Q Kᵀ ⊙ D_incl)                                 (chunk-only: WG_P, one chunk ahead)
+    (K S)ᵀ = X Kᵀ                                                (X rounded to bf16 as the register A operand)
+    Uᵀ  = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^{γ_j} per column j) Aβᵀ           (that product's A operand rounded to bf16)
     Uᵀ[:, i ≥ nvalid] = 0                                        (a select)
     X  ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C − γ_i} per column i) K         (A = that Uᵀ in bf16 registers)
     Oᵀ  = scale · (X_old Qᵀ) ⊙ e^{γ_i} per column + Uᵀ Pᵀ        (A = X_old / Uᵀ in bf16 registers)
-Only differences γ_i − γ_j ≤ 0 are exponentiated. Wₖ, U, S never touch HBM, and neither S nor U goes
-through shared memory: the serial chain of a consumer is Uᵀ (SS 64×64×64, then RS 64×64×128) → select/
-scale/round in registers → X update (RS 64×128×64), with no cross-warpgroup hand-off. Its only waits are
-for inputs: the loaded chunk and WG_P's −Wₖ/P, which run one chunk ahead (double-buffered). The output's
-two GEMMs run in the same warpgroup, after the update; every GEMM is synchronous (wgmma + wait<0>).
+Only differences γ_i − γ_j ≤ 0 are exponentiated. W = V − diag(e^γ) K S, U, S never touch HBM, and
+neither S nor U goes through shared memory: the serial chain of a consumer is X Kᵀ (RS 64×64×128) → scale/round in
+registers → Vᵀ Aβᵀ (SS 64×64×64) and + ·Aβᵀ (RS 64×64×64) → select/scale/round → X update (RS 64×128×64), with no cross-warpgroup hand-off. Its only waits are for inputs: the loaded chunk and,
+before the output's last GEMM, WG_P's P (one chunk ahead, double-buffered). This is FlashInfer's form
+(W is never a GEMM of its own); the walk before it had WG_P make −Wₖ = −Aβ diag(e^γ) K for the
+consumers, and their largest stall was the wait for it (session 9's ncu profile, 16/32 8192×4). The
+output's two GEMMs run in the same warpgroup, after the update; every GEMM is synchronous (wgmma +
+wait<0>).
 An asynchronous issue order at BV 64 (X_old Qᵀ beside the Uᵀ epilogue) measured 0–3 % slower and was
 dropped, and so were three input buffers (no faster: load latency is not this walk's limit).
 tests/test_rs_math.py emulates exactly this math in fp64 against the token oracle.
@@ -31,8 +35,8 @@ the U GEMMs (N = C) and the A operand of the update and of Uᵀ Pᵀ (K-dim = C)
 Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consumers), mbarriers:
     consumer w (threads 128w …)  V rows v0 + 64w …: loads its X rows from the pool, walks the chain,
                              writes Oᵀ transposed into its 64 columns of the O tile, stores X back.
-    WG_P   (next 128)        l2norm of q, k in place (if asked), then −Wₖ (RS: Aβ diag(e^γ) rounded to
-                             bf16 in registers, × K) and P into double-buffered shared tiles.
+    WG_P   (next 128)        l2norm of q, k in place (if asked), then P into double-buffered shared
+                             tiles.
     WG_IO  (last 128)        three loader warps (TMA, double-buffered; a sequence's last chunk is loaded
                              whole too: see "Rows past a sequence's end"; V per consumer as separate
                              64-column tiles; the γ warp also makes the vectors e^γ and e^{γ_C−γ}) and one
@@ -44,7 +48,8 @@ columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes 
 past the end are zeroed by a select before they reach Uᵀ Pᵀ or the state; O's rows there are not stored.
 Barrier protocol (each barrier once per use of its buffer, so its wait parity is the use count's parity):
     ready[b] / free[b]       loaders → (consumers, WG_P) / back: input buffer b = c mod 2
-    w_ready[b] / w_free[b]   WG_P → consumers / back: −Wₖ and P of chunk c in buffer b (q, k normalised)
+    w_ready[b]               WG_P → consumers: q, k of chunk c normalised in place (in-kernel l2norm only)
+    p_ready[b] / w_free[b]   WG_P → consumers / back: P of chunk c in buffer b
     o_ready / o_free         consumers → store warp / back: the bf16 O tile in shared
 Waiting on parity (use+1) mod 2 of a "free" barrier passes at once for the first use (a fresh mbarrier
 counts its phase before the first as complete) and otherwise waits for the previous use's release.
@@ -191,11 +196,12 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, x_s)
 
     @T.macro
-    def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s, p_s, o_s,
-                 ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx, itm,
-                 transition):
+    def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
+                 ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
+                 itm, transition):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
-        Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K; beside it Oᵀ."""
+        (K S)ᵀ = X Kᵀ → Uᵀ = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K;
+        beside it Oᵀ."""
         T.set_max_nreg(nreg_c, inc_c)
         cnt[0] = 0
         for it in T.serial(n_items):
@@ -222,15 +228,22 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 u = cnt[0] + c                              # the CTA's chunk count: buffer and parity
                 b = u % 2
                 T.barrier_wait(ready[b], (u // 2) % 2)
+                if use_qk_l2norm:
+                    T.barrier_wait(w_ready[b], (u // 2) % 2)    # q, k of this chunk normalised by WG_P
                 T.copy(X, Xb)                                   # the state as the bf16 A operand
-                # U₀ᵀ = Vᵀ Aβᵀ (chunk-only; SS)
+                # (K S)ᵀ = X Kᵀ (RS), then −((K S)ᵀ ⊙ e^{γ_j}) in bf16: the A operand of its product
+                # with Aβᵀ. uT holds it first and U₀ᵀ after, so no further fp32 tile is live here (with
+                # oT as the scratch, V-block 128 spilled 272 bytes).
+                T.gemm(Xb, k_s[b, :, :], uT, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(R, C):
+                    ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
+                # U₀ᵀ = Vᵀ Aβᵀ (SS)
                 if transition:
                     T.clear(uT)
                 else:
                     T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
-                T.barrier_wait(w_ready[b], (u // 2) % 2)        # −Wₖ, P of this chunk (q, k normalised)
-                # Uᵀ = U₀ᵀ + X (−Wₖ)ᵀ (RS)
-                T.gemm(Xb, w_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+                # Uᵀ = U₀ᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ (RS): W = V − diag(e^γ) K S never leaves registers
+                T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=False)
                 # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither Uᵀ Pᵀ nor the state.
                 nvalid = T.min(eos - bos - c * C, C)
@@ -253,6 +266,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(R, C):
                         oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
+                    T.barrier_wait(p_ready[b], (u // 2) % 2)    # P of this chunk (WG_P)
                     T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
                 T.barrier_arrive(w_free[b])
                 T.barrier_arrive(free[b])
@@ -280,13 +294,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         g_s = T.alloc_shared((2, C), accum)
         eg_s = T.alloc_shared((2, C), accum)          # e^{γ_j}
         egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}
-        w_s = T.alloc_shared((2, C, K), in_dtype)     # −Wₖ (WG_P → consumers, double-buffered)
         p_s = T.alloc_shared((2, C, C), in_dtype)     # P = scale · (Q Kᵀ ⊙ D_incl)
         o_s = T.alloc_shared((C, BV), in_dtype)
 
         ready = T.alloc_barrier(arrive_count=[96, 96])
         free = T.alloc_barrier(arrive_count=[n_free, n_free])
-        w_ready = T.alloc_barrier(arrive_count=[128, 128])
+        w_ready = T.alloc_barrier(arrive_count=[128, 128])   # q, k normalised (only with in-kernel l2norm)
+        p_ready = T.alloc_barrier(arrive_count=[128, 128])
         w_free = T.alloc_barrier(arrive_count=[NW * 128, NW * 128])
         o_ready = T.alloc_barrier(arrive_count=NW * 128)
         o_free = T.alloc_barrier(arrive_count=32)
@@ -307,8 +321,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         decay1 = T.alloc_local((1,), accum)
         cnt = T.alloc_local((1,), "int32")                # chunks walked by this CTA (each thread its own)
         itm = T.alloc_local((9,), "int32")                # the current item's fields (see item_at)
-        afb = T.alloc_fragment((C, C), in_dtype)          # WG_P: Aβ diag(e^γ), the A operand of Wₖ
-        wk = T.alloc_fragment((C, K), accum)
         p = T.alloc_fragment((C, C), accum)
         xf = T.alloc_fragment((C, K), accum)
         rn = T.alloc_fragment((C,), accum)
@@ -318,18 +330,18 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         tx = T.get_thread_binding()
         if tx < P0:
             if NW == 1:
-                consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, w_s,
-                         p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items, item_at,
-                         item_ctx, itm, transition)
+                consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                         p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
+                         item_at, item_ctx, itm, transition)
             else:
                 if tx < 128:
                     consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
-                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items,
-                             item_at, item_ctx, itm, transition)
+                             p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
+                             n_items, item_at, item_ctx, itm, transition)
                 else:
                     consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
-                             w_s, p_s, o_s, ready, free, w_ready, w_free, o_ready, o_free, src, dst, n_items,
-                             item_at, item_ctx, itm, transition)
+                             p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
+                             n_items, item_at, item_ctx, itm, transition)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
             T.set_max_nreg(nreg_p, inc_p)
@@ -346,14 +358,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         l2norm_rows(k_s[b, :, :], xf, rn)
                         T.fence_proxy_async()
                         T.sync_threads(BAR_P, 128)
-                    T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
-                    # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)
-                    for i, j in T.Parallel(C, C):
-                        afb[i, j] = T.cast(T.cast(a_s[b, i, j], accum) * eg_s[b, j], in_dtype)
-                    T.gemm(afb, k_s[b, :, :], wk, clear_accum=True)
-                    for i, j in T.Parallel(C, K):
-                        w_s[b, i, j] = T.cast(-wk[i, j], in_dtype)
+                        T.barrier_arrive(w_ready[b])            # the consumers' X Kᵀ may read k_s now
                     if with_output:
+                        T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
                         # P = scale · (Q Kᵀ ⊙ D_incl). The mask runs on registers and stores once, in
                         # pairs. Read between the p_s stores, γ_i and γ_j were reloaded from shared
                         # memory for every element (a store may alias them), and a branch around each
@@ -371,8 +378,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                             p[i, j] = T.if_then_else(j <= i, p[i, j], 0.0)
                         for i, j in T.Parallel(C, C):
                             p_s[b, i, j] = T.cast(p[i, j], in_dtype)
-                    T.fence_proxy_async()
-                    T.barrier_arrive(w_ready[b])
+                        T.fence_proxy_async()
+                        T.barrier_arrive(p_ready[b])
                     T.barrier_arrive(free[b])
                 cnt[0] = cnt[0] + nloop
 
