@@ -113,9 +113,9 @@ def test_min_seq_chunks_gates_cp():
     assert cp.choose_parts([4096], 8, 128, 64, 132, params) == [4]          # 64 chunks: 132 // 16 → 8, 64 // 16 → 4
     assert cp.choose_parts([2048], 8, 128, 64, 132, cp.CPParams(min_chunks=16, min_seq_chunks=32)) == [2]
     assert cp.choose_parts([2048], 8, 128, 64, 132, params) == [1]
-    # the fitted defaults (session 7): nothing under 8192 tokens is split, 2/8 1×8192 gets the sweep's best P
+    # the fitted defaults (session 11): nothing under 8192 tokens is split, 2/8 1×8192 gets the sweep's best P
     assert cp.choose_parts([8128], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [1]
-    assert cp.choose_parts([8192], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [4]
+    assert cp.choose_parts([8192], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [8]
 
 
 def test_rule_force_and_longest_gets_most():
@@ -407,10 +407,11 @@ def test_fit_params_recovers_a_known_rule():
     assert r["rule_p"] == r["best_p"] == cp.rule_p_longest([32768], 8, 128, 64, 132, truth) > 1
 
 
-def test_fit_params_finds_min_seq_chunks_and_skips_rule_repeats():
+def test_fit_params_finds_min_seq_chunks_and_takes_the_faster_rule_repeat():
     """Short rows whose best is P = 1 (host- and launch-bound) and long rows that want CP: the fit
     must raise min_seq_chunks above the short rows without giving up the long rows' P. The sweep's
-    re-timing of the rule's own pick (forced = "rule") is not a P of its own and must not count."""
+    re-timing of the rule's own pick (forced = "rule") is a second sample of that P: a slower repeat
+    changes nothing, a faster one replaces the first sample."""
     truth = cp.CPParams(132, 16, 32, 128)
     rows = []
     for heads in ("2/8", "16/32"):
@@ -426,6 +427,13 @@ def test_fit_params_finds_min_seq_chunks_and_skips_rule_repeats():
     res = cp.fit_params({"sms": 132, "rows": rows})
     assert res["geomean_slowdown"] == pytest.approx(1.0), res
     assert res["params"]["min_seq_chunks"] == 128
+    # a host hiccup in the first sample of P = 1 at 2/8 1×4096 (rule pick 1): the fast repeat wins
+    slow = next(r for r in rows if r["heads"] == "2/8" and r["mix"] == "1x4096" and r["forced"] == 1)
+    slow["ms"] = 9.0
+    rows.append({**slow, "forced": "rule", "ms": 1.0})
+    res2 = cp.fit_params({"sms": 132, "rows": rows})
+    assert res2["rows"]["2/8 1x4096 bv64"] == {"rule_p": 1, "best_p": 1, "slowdown": 1.0}
+    assert res2["params"] == res["params"]
     assert res["rows"]["2/8 1x2048 bv64"]["rule_p"] == 1
     assert res["rows"]["2/8 1x8192 bv64"]["rule_p"] == cp.rule_p_longest([8192], 8, 128, 64, 132, truth) > 1
 
