@@ -366,7 +366,8 @@ def cp_sweep(args) -> None:
             json.dump(result, f, indent=1)
 
     # Compile every variant first, in parallel (nvcc is single-threaded).
-    builds = sorted({(H, HV, bv if bv is not None else hopper.choose_block_v(CP_SEQLENS[m], HV, V, sms))
+    builds = sorted({(H, HV, bv if bv is not None else cp.widen_block_v(
+                        CP_SEQLENS[m], HV, V, hopper.choose_block_v(CP_SEQLENS[m], HV, V, sms), sms))
                      for H, HV in heads for m in mixes for bv in bvs})
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=min(len(builds), os.cpu_count() or 1),
@@ -435,14 +436,14 @@ def cp_sweep(args) -> None:
             os.environ[cp.FORCE_ENV] = old_force
     result["wall_s"] = time.time() - t_start
     dump()
-    fit_rows = [r for r in result["rows"] if r["forced"] != "rule"]
     try:
-        fit = cp.fit_params({"sms": sms, "rows": fit_rows})
+        fit = cp.fit_all({"sms": sms, "rows": result["rows"]})
         with open(os.path.join(args.out, "cp_fit.json"), "w") as f:
             json.dump(fit, f, indent=1)
         p = fit["params"]
         print(f"[cp-sweep] fit: CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
-              f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}) "
+              f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}, "
+              f"wide_block_min_parts={p['wide_block_min_parts']}) "
               f"geomean slowdown {fit['geomean_slowdown']:.3f} worst {fit['worst_slowdown']:.3f}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"[cp-sweep] fit failed: {exc!r}", flush=True)

@@ -587,3 +587,57 @@ def test_choose_block_v_on_the_measured_rows():
             assert slow <= 1.05, (key, pick, t)
     assert math.exp(sum(logs) / len(logs)) <= 1.02
 
+
+
+def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
+    """Session 11's sweep: rows split into ≥ 4 partitions at V-block 64 walk faster at 128 with twice
+    the partitions (4/16 1×32768: 0.541 against 0.615 ms); rows split in two (16/32, 8/32) do not."""
+    p = cp.DEFAULT_PARAMS
+    assert cp.choose_parts([32768], 16, 128, 64, 132, p) == [4]
+    assert cp.widen_block_v([32768], 16, 128, 64, 132, p) == 128
+    assert cp.choose_parts([32768], 16, 128, 128, 132, p) == [8]
+    assert cp.widen_block_v([32768], 32, 128, 64, 132, p) == 64            # P = 2 at 64
+    assert cp.widen_block_v([4096], 8, 128, 64, 132, p) == 64              # not split at all
+    assert cp.widen_block_v([8192] * 4, 32, 128, 128, 132, p) == 128       # already 128
+    never = cp.CPParams(p.target_ctas, p.min_chunks, p.max_parts, p.min_seq_chunks, wide_block_min_parts=64)
+    assert cp.widen_block_v([32768], 16, 128, 64, 132, never) == 64
+
+
+def test_widen_block_v_leaves_forced_and_disabled_cp_alone(monkeypatch):
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")
+    assert cp.widen_block_v([32768], 16, 128, 64) == 64
+    monkeypatch.delenv(cp.DISABLE_ENV)
+    monkeypatch.setenv(cp.FORCE_ENV, "4")              # a sweep forcing P times the width it asked for
+    assert cp.widen_block_v([32768], 16, 128, 64) == 64
+
+
+def test_plan_hopper_widens_cp_rows():
+    from qla_serve.kernels import hopper
+
+    plan = plan_prefill(torch.tensor([0, 32768], dtype=torch.int32), device="meta")
+    assert hopper.plan_hopper(plan, 16, 128)["block_v"] == 128
+    assert cp.plan_cp(plan, 16, 128, 128, sms=132).parts == (8,)
+    plan32 = plan_prefill(torch.tensor([0, 32768], dtype=torch.int32), device="meta")
+    assert hopper.plan_hopper(plan32, 32, 128)["block_v"] == 64
+
+
+def test_fit_wide_block_finds_the_threshold():
+    """Synthetic sweep at both widths where 128 wins exactly on rows split ≥ 8 ways at 64: the fit
+    must return 8 (not 2 or 4, which widen rows that lose, nor 64, which widens nothing)."""
+    base = cp.CPParams(132, 16, 32, 128)
+    rows = []
+    for HV in (4, 8, 16, 32):
+        seqlens = [32768]
+        p64 = max(cp.choose_parts(seqlens, HV, 128, 64, 132, base))
+        wins128 = p64 >= 8
+        for bv in (64, 128):
+            for P in (1, 2, 4, 8, 16, 32):
+                ms = 1.0 + 0.1 * abs(P.bit_length() - cp.rule_p_longest(seqlens, HV, 128, bv, 132, base).bit_length())
+                if (bv == 128) != wins128:
+                    ms += 0.5
+                rows.append({"heads": f"1/{HV}", "mix": "1x32768", "seqlens": seqlens, "block_v": bv,
+                             "p_longest": P, "forced": P, "ms": ms})
+    got = cp.fit_wide_block({"sms": 132, "rows": rows}, base)
+    assert got["wide_block_min_parts"] == 8 and got["geomean_slowdown"] == pytest.approx(1.0), got
+    assert {r["block_v"] for k, r in got["rows"].items() if k.startswith("1/32")} == {64}
+    assert cp.fit_wide_block({"sms": 132, "rows": [r for r in rows if r["block_v"] == 64]}, base) is None

@@ -68,6 +68,11 @@ class CPParams:
     # gain nothing on the GPU from a split (16/32: 1.26–1.4× slower; 2/8 1×4096: 11 % faster at P=4,
     # which the host time of the three launches and the tables would take back in serving).
     min_seq_chunks: int = 128
+    # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
+    # with that width's own split (twice the partitions, half as long): session 11's sweep, 4/16
+    # 1×32768 0.541 ms at 128 / P = 8 against 0.615 at 64 / P = 4, 28672+4096 0.579 against 0.668;
+    # at 16/32 and 8/32 (P = 2 at 64) V-block 64 stays 4-10 % ahead. Fitted by :func:`fit_wide_block`.
+    wide_block_min_parts: int = 4
 
 
 DEFAULT_PARAMS = CPParams()
@@ -179,6 +184,17 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
 def _force_from_env() -> int | None:
     f = os.environ.get(FORCE_ENV)
     return int(f) if f else None
+
+
+def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int, sms: int = 132,
+                  params: CPParams = DEFAULT_PARAMS) -> int:
+    """The V-block a CP row walks at: 128 where the split at ``block_v`` = 64 would have at least
+    ``params.wide_block_min_parts`` partitions (host data only), else ``block_v``. CP off → unchanged."""
+    if (block_v != 64 or head_v_dim % 128 or os.environ.get(DISABLE_ENV, "1") == "0"
+            or _force_from_env() is not None):
+        return block_v
+    parts = choose_parts(seqlens, num_v_heads, head_v_dim, 64, sms, params)
+    return 128 if parts and max(parts) >= params.wide_block_min_parts else block_v
 
 
 def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | None = None,
@@ -344,6 +360,53 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
     return best
 
 
+def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
+                   thresholds: Sequence[int] = (2, 4, 8, 16, 64)) -> dict | None:
+    """Pick ``wide_block_min_parts`` (with ``params``' split rule) over the swept rows measured at both
+    V-blocks that CP splits at 64: each row walks at the width :func:`widen_block_v` gives, with that
+    width's rule P, against the best (V-block, P) measured for the row. None without such rows. Ties
+    go to the larger threshold (widen less)."""
+    sms = int(sweep.get("sms", 132))
+    tab = _sweep_table(sweep["rows"])
+    meta = {(r["heads"], r["mix"]): r for r in sweep["rows"]}
+    rows = {}
+    for (heads, mix, bv) in tab:
+        if bv in (64, 128) and (heads, mix, 192 - bv) in tab:
+            rows[(heads, mix)] = {b: tab[(heads, mix, b)] for b in (64, 128)}
+    best = None
+    for t in sorted(thresholds, reverse=True):
+        p = CPParams(params.target_ctas, params.min_chunks, params.max_parts, params.min_seq_chunks, t)
+        logs, picks = [], {}
+        for (heads, mix), times in rows.items():
+            seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
+            if max(choose_parts(seqlens, HV, 128, 64, sms, p)) <= 1:
+                continue            # not split at 64: the width stays the walk rule's
+            bv = 128 if max(choose_parts(seqlens, HV, 128, 64, sms, p)) >= t else 64
+            rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
+            cand = [pp for pp in times[bv] if pp <= rule_p] or [min(times[bv])]
+            got = times[bv][max(cand)]
+            floor = min(min(d.values()) for d in times.values())
+            logs.append(math.log(got / floor))
+            picks[f"{heads} {mix}"] = {"block_v": bv, "rule_p": rule_p, "slowdown": got / floor}
+        if not logs:
+            return None
+        score = math.exp(sum(logs) / len(logs))
+        if best is None or score < best["geomean_slowdown"] - 1e-9:
+            best = {"wide_block_min_parts": t, "geomean_slowdown": score,
+                    "worst_slowdown": max(v["slowdown"] for v in picks.values()), "rows": picks}
+    return best
+
+
+def fit_all(sweep: dict) -> dict:
+    """:func:`fit_params`, then :func:`fit_wide_block` with the constants it found: every CPParams field."""
+    res = fit_params(sweep)
+    wide = fit_wide_block(sweep, CPParams(**res["params"]))
+    res["params"]["wide_block_min_parts"] = (wide["wide_block_min_parts"] if wide is not None
+                                            else DEFAULT_PARAMS.wide_block_min_parts)
+    res["wide_block"] = wide
+    return res
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m qla_serve.kernels.hopper.cp fit SWEEP.json [OUT.json]``: print the fitted constants."""
     import sys
@@ -353,12 +416,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("usage: python -m qla_serve.kernels.hopper.cp fit cp_sweep.json [cp_fit.json]")
     with open(argv[1]) as f:
         sweep = json.load(f)
-    res = fit_params(sweep)
+    res = fit_all(sweep)
     print(json.dumps(res, indent=1))
     p = res["params"]
+    wide = res["wide_block"]
     print(f"\nDEFAULT_PARAMS = CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
-          f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']})   "
-          f"# geomean slowdown {res['geomean_slowdown']:.3f}")
+          f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}, "
+          f"wide_block_min_parts={p['wide_block_min_parts']})   # geomean slowdown {res['geomean_slowdown']:.3f}"
+          + ("" if wide is None else f"; joint V-block choice {wide['geomean_slowdown']:.3f}"))
     if len(argv) > 2:
         with open(argv[2], "w") as f:
             json.dump(res, f, indent=1)
