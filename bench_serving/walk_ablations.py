@@ -6,7 +6,8 @@ notes' advice: "time variants that leave one stage out or do it twice, and take 
     bash bench_serving/kernel_ab.sh OUT nowp=OUTDIR/nowp.py ...      # AB_TESTS=0: outputs are wrong
 
 Variants (every one but ``fast`` and ``fastp`` computes wrong results by design; time them, never test them):
-  nowp      WG_P makes neither −Wₖ nor P (its barriers still run): is WG_P the throughput limit?
+  nowp      WG_P makes no P (its barriers still run): is WG_P the throughput limit? (Before session 11's
+            walk WG_P also made −Wₖ; the consumers form W themselves now.)
   noout     the consumer skips the output GEMMs and the O tile write: the output's share of the chain
   noostore  only the transposed Oᵀ → O-tile write is skipped (shared-memory store cost)
   noupdate  the state update GEMM is skipped (X only decays): the chain's last GEMM
@@ -20,8 +21,8 @@ import argparse
 import os
 import sys
 
-_WP_START = "                    # −Wₖ = −(Aβ diag(e^γ)) K, Aβ diag(e^γ) rounded to bf16 in registers (RS)\n"
-_WP_END = "                    T.fence_proxy_async()\n                    T.barrier_arrive(w_ready[b])\n"
+_WP_START = "                        T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)\n"
+_WP_END = "                        T.fence_proxy_async()\n                        T.barrier_arrive(p_ready[b])\n"
 _OUT_START = ("                if with_output:\n"
               "                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)\n")
 _OUT_END = "                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)\n"

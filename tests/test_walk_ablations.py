@@ -20,4 +20,6 @@ def test_every_variant_applies_and_parses():
     assert "T.gemm(un, k_s[b, :, :], X" not in got["noupdate"]
     assert "TL_ENABLE_FAST_MATH: True" in got["fast"] and got["fast"].count("\n") == src.count("\n")
     assert got["fastp"].count("__expf") == 1 and got["fastp"].count("\n") == src.count("\n")
-    assert "w_s[b, i, j] = " not in got["nowp"] and "T.barrier_arrive(w_ready[b])" in got["nowp"]
+    assert "p_s[b, i, j] = " not in got["nowp"] and "T.barrier_arrive(p_ready[b])" in got["nowp"]
+    assert "T.gemm(q_s[b, :, :], k_s[b, :, :], p," not in got["nowp"]
+    assert got["fastp"] != got["fast"] and "__expf" not in got["nowp"]
