@@ -236,8 +236,12 @@ def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, blo
     if (block_v != 64 or head_v_dim % 128 or os.environ.get(DISABLE_ENV, "1") == "0"
             or _force_from_env() is not None):
         return block_v
+    return 128 if _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params) else block_v
+
+
+def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams) -> bool:
     parts = choose_parts(seqlens, num_v_heads, head_v_dim, 64, sms, params)
-    return 128 if parts and max(parts) >= params.wide_block_min_parts else block_v
+    return bool(parts) and max(parts) >= params.wide_block_min_parts
 
 
 def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | None = None,
@@ -490,7 +494,7 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
             seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
             if max(choose_parts(seqlens, HV, 128, 64, sms, p)) <= 1:
                 continue            # not split at 64: the width stays the walk rule's
-            bv = 128 if max(choose_parts(seqlens, HV, 128, 64, sms, p)) >= t else 64
+            bv = 128 if _split_finely_at_64(seqlens, HV, 128, sms, p) else 64
             rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
             cand = [pp for pp in times[bv] if pp <= rule_p] or [min(times[bv])]
             got = times[bv][max(cand)]
