@@ -350,11 +350,18 @@ def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 1
     return 64 if t64 <= t128 else 128
 
 
+def planned_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132) -> int:
+    """The plan's V-block: :func:`choose_block_v`, widened to 128 for rows CP splits finely."""
+    from . import cp
+
+    return cp.widen_block_v(seqlens, num_v_heads, head_v_dim, choose_block_v(seqlens, num_v_heads, head_v_dim, sms),
+                            sms)
+
+
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
     """Host-only variant choice for a batch, stored in ``plan.kernel_data`` (keyed by HV and V).
 
-    V-block width: :func:`choose_block_v`, widened to 128 for rows CP splits finely
-    (:func:`cp.widen_block_v`). ``QLA_BLOCK_V`` forces a width (A/B runs). The walk's
+    V-block width: :func:`planned_block_v`. ``QLA_BLOCK_V`` forces a width (A/B runs). The walk's
     form (:func:`persistent_walk`) and, for the persistent one, its CTA count. Reads only host
     fields of the plan.
     """
@@ -372,9 +379,7 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
             raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
                              f"and divide head_v_dim {head_v_dim}")
     else:
-        from . import cp
-        block_v = cp.widen_block_v(plan.seqlens, num_v_heads, head_v_dim,
-                                   choose_block_v(plan.seqlens, num_v_heads, head_v_dim, sms), sms)
+        block_v = planned_block_v(plan.seqlens, num_v_heads, head_v_dim, sms)
     # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
     # a second), never more CTAs than items.
     items = plan.num_seqs * num_v_heads * (head_v_dim // block_v)
