@@ -79,7 +79,7 @@ class CPParams:
     min_seq_chunks: int = 128
     # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
     # with that width's own split (twice the partitions, half as long): session 11's sweep, 4/16
-    # 1×32768 0.541 ms at 128 / P = 8 against 0.615 at 64 / P = 4, 28672+4096 0.579 against 0.668;
+    # 1×32768 0.541 ms at 128 / P = 8 against 0.615 at 64 / P = 4, 1×16384 0.312 against 0.336;
     # at 16/32 and 8/32 (P = 2 at 64) V-block 64 stays 4-10 % ahead. Fitted by :func:`fit_wide_block`.
     wide_block_min_parts: int = 4
     # Early partition 0 (off at 0): a sequence split in two whose first partition holds this share
