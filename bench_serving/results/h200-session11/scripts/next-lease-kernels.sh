@@ -5,7 +5,8 @@
 # (If the tree has grown past ~12 MiB, upload .gpu first in a `true` call of its own.)
 # GPU 0: every GPU test (the early CP cases included), then issue 4's rows with the session-11 plan
 #        (CP refit + V-block widening) against FlashQLA and FLA.
-# GPU 1: exp/consumer-async against main (kernel_ab.sh: its GPU tests, then V-block-64 rows), then
+# GPU 1: exp/consumer-async and exp/consumer-async2 against main (kernel_ab.sh: casync2's GPU tests,
+#        casync2 being a superset of casync's change, then the V-block-64 rows for all three), then
 #        QLA_CP_EARLY at 0.67 and 0.6 against off on 16/32's rows it applies to (P = 2; 8/32's kernels
 #        are not in the carried cache).
 # Not run yet: every duration below is an estimate.
@@ -28,8 +29,10 @@ echo "setup $((SECONDS - t0)) s"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  AB_TESTS=1 AB_BLOCK_V=plan AB_DEADLINE=380 AB_MIXES=1x32768,16384+16384,1x8192,7000+600+300+200+92 \
-    bash bench_serving/kernel_ab.sh "$OUT/kab" casync=.work/ab11/casync.py > "$OUT/kab.log" 2>&1
+  AB_TESTS=1 AB_TEST_LABELS=casync2 AB_BLOCK_V=plan AB_DEADLINE=380 \
+    AB_MIXES=1x32768,16384+16384,1x8192,7000+600+300+200+92 \
+    bash bench_serving/kernel_ab.sh "$OUT/kab" casync=.work/ab11/casync.py casync2=.work/ab11/casync2.py \
+    > "$OUT/kab.log" 2>&1
   echo "gpu1 casync A/B rc=$? $((SECONDS - t0)) s"
   for share in 0.67 0.6 off; do
     [ "$(left)" -gt 45 ] || { echo "early $share: no time"; continue; }
