@@ -1,6 +1,6 @@
 #!/bin/bash
 # The next lease's kernel call (GPU_RUNBOOK "Next lease" items 1, 1b, 3), nvidia-h200-x2, .gpu pack.
-# One call: carry [".gpu", ".work/tlc11.tar.xz", ".work/ab11"] (44 + 7 + the tree's ~8.5 MiB < 64),
+# One call: carry [".gpu", ".work/tlc11.tar.xz", ".work/ab11"] (44 + 8.8 + the tree's ~8.5 MiB < 64),
 # command `bash bench_serving/results/h200-session11/scripts/next-lease-kernels.sh` (timeout_s 600).
 # (If the tree has grown past ~12 MiB, upload .gpu first in a `true` call of its own.)
 # GPU 0: every GPU test (the early CP cases included), then issue 4's rows with the session-11 plan
