@@ -231,7 +231,7 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
 
 def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.float32, gate_scale=2.0,
              zero_gate_heads=(), very_negative=False, hinit_mode="mix", null_slot=0, skip=(), seed=0,
-             combine_mode="fp64", use_qk_l2norm=False, beta_scale=1.0, early_share=0.0):
+             combine_mode="fp64", use_qk_l2norm=False, beta_scale=1.0):
     q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.float32, gate_scale=gate_scale,
                                        seed=seed, normalize_k=not use_qk_l2norm)
     beta = beta * beta_scale
@@ -251,7 +251,7 @@ def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.f
                               hinit if hinit is not None else [True] * N, layout=layout, null_slot=null_slot,
                               use_qk_l2norm=use_qk_l2norm)
 
-    tab = cp.build_tables(seqlens, parts, early_share=early_share)
+    tab = cp.build_tables(seqlens, parts)
     partials, combine, from_starts, calls = torch_phases(g, beta, layout, use_qk_l2norm=use_qk_l2norm,
                                                          combine_mode=combine_mode)
     out = torch.full_like(v, float("nan"))
@@ -263,9 +263,7 @@ def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.f
     cp.run_cp(tab, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=pool, state_indices=idx_t,
               has_initial_state=hinit_t, out=out, null_slot=null_slot, state_layout=layout,
               partials=partials, combine=combine, from_starts=from_starts)
-    # on the CPU the early partitions' side work runs first, in program order
-    side = ["combine"] * len(tab.early) + ["from_starts"] * len(tab.early)
-    assert calls == side + ["partials", "combine"] + ["from_starts"] * len(tab.runs)
+    assert calls == ["partials", "combine", "from_starts"]
     assert not torch.isnan(out).any(), "unwritten outputs"
     live = [i for i, s in enumerate(idx) if s >= 0 and s != null_slot]
     cu_l = cu.tolist()
@@ -319,53 +317,6 @@ def test_cp_combine_split_precision(layout):
     assert e_o < 1e-5 and e_s < 1e-5
 
 
-EARLY_CASES = [
-    # tag, seqlens, parts, kwargs: sequences split in two get an early first partition
-    ("early-one", [1000], [2], dict()),
-    ("early-between-others", [300, 1000, 64, 700], [1, 2, 1, 2], dict(layout="kv", pool_dtype=torch.bfloat16)),
-    ("early-first-and-last", [900, 100, 650], [2, 1, 2], dict(hinit_mode="none")),
-    ("early-null-and-neg", [800, 700, 600], [2, 2, 2], dict(skip=(0, 1))),
-    ("early-mixed-with-4way", [1200, 640], [4, 2], dict(very_negative=True, gate_scale=10.0)),
-    ("early-two-chunks", [65, 128], [2, 2], dict(hinit_mode="all")),
-]
-
-
-@pytest.mark.parametrize("tag,seqlens,parts,kw", EARLY_CASES, ids=[c[0] for c in EARLY_CASES])
-@pytest.mark.parametrize("share", [0.67, 0.2])
-def test_cp_early_first_partition_exact(tag, seqlens, parts, kw, share):
-    """Early first partitions (their own start, their own launch; the rest in runs) give the oracle's
-    outputs and states, and the pool rows the call must not touch stay as they were."""
-    e_o, e_s, tab = run_case(seqlens, parts, seed=case_seed(tag, 991), early_share=share, **kw)
-    assert tab.early == tuple(j for j, P in enumerate(tab.parts) if P == 2)
-    bf16 = kw.get("pool_dtype") == torch.bfloat16
-    assert e_o < 1e-6, f"{tag}: o error {e_o:.3e}"
-    assert e_s < (5e-3 if bf16 else 1e-6), f"{tag}: state error {e_s:.3e}"
-
-
-def test_cp_early_tables():
-    tab = cp.build_tables([100, 64 * 30, 50, 64 * 10 + 3], [1, 2, 1, 2], early_share=0.67)
-    check_tables([100, 1920, 50, 643], tab)
-    assert tab.early == (1, 3)
-    # 30 chunks → 20 + 10; 11 chunks → 7 + 4 (round(7.37))
-    assert tab.cu_v == (0, 100, 100 + 20 * 64, 100 + 1920, 2070, 2070 + 7 * 64, 2070 + 643)
-    assert tab.early_cu.tolist() == [100, 100 + 20 * 64, 2070, 2070 + 7 * 64]
-    assert tab.bounds == ((100, 100 + 20 * 64), (2070, 2070 + 7 * 64))   # the partials walk the early partitions
-    assert tab.runs == ((0, 1), (2, 4), (5, 6))                         # virtual 1 and 4 walk on the side
-    assert tab.unit_offsets.tolist() == [0, 1] and tab.no_store.tolist() == [0]
-    off = cp.build_tables([100, 64 * 30], [1, 2])
-    assert off.early == () and off.runs == ((0, 3),) and off.early_cu is None
-
-
-def test_cp_early_share_from_env(monkeypatch):
-    plan = plan_prefill(torch.tensor([0, 64 * 30], dtype=torch.int32))
-    monkeypatch.setenv(cp.FORCE_ENV, "2")
-    assert cp.plan_cp(plan, 2, 32, 32).early == ()                      # off by default
-    monkeypatch.setenv(cp.EARLY_ENV, "0.5")
-    plan = plan_prefill(torch.tensor([0, 64 * 30], dtype=torch.int32))
-    tab = cp.plan_cp(plan, 2, 32, 32)
-    assert tab.early == (0,) and tab.cu_v == (0, 15 * 64, 30 * 64)
-
-
 def test_cp_math_can_fail():
     """A combine that forgets M_p must be caught by the exact tests' 1e-6 bound (gates near 0; M_p is
     still small: the delta rule contracts by (I − β k kᵀ) per token)."""
@@ -384,10 +335,8 @@ def test_cp_tables_from_plan_drive_the_math(monkeypatch):
     assert e_o < 1e-6 and e_s < 1e-6
 
 
-@pytest.mark.parametrize("layout,pool_dtype,hinit_mode,early", [("vk", torch.float32, "mix", ""),
-                                                                  ("kv", torch.bfloat16, "none", ""),
-                                                                  ("vk", torch.bfloat16, "mix", "0.6")])
-def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, early, monkeypatch):
+@pytest.mark.parametrize("layout,pool_dtype,hinit_mode", [("vk", torch.float32, "mix"), ("kv", torch.bfloat16, "none")])
+def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, monkeypatch):
     """The real entry point's CP branch (plan → tables → scratch → phases) on the CPU, TileLang kernels
     replaced by the torch emulations: dense int32 indices, has_initial_state handling, null slots."""
     from qla_serve.kernels import hopper
@@ -418,21 +367,13 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, early, mon
         # the variant without has_initial_state gets a dummy uint8 tensor and must not read it
         return lambda pool_, idx_, hi, *rest: combine(pool_, idx_, hi if read_has_initial_state else None, *rest)
     monkeypatch.setattr(cp, "combine_kernel", combine_kernel)
-    monkeypatch.setenv(cp.FORCE_ENV, "2" if early else "4")
-    if early:   # 700 tokens (11 chunks) split in two, with an early first partition (300 stays whole)
-        monkeypatch.setenv(cp.EARLY_ENV, early)
+    monkeypatch.setenv(cp.FORCE_ENV, "4")
     plan = plan_prefill(cu, state_indices_cpu=idx, num_slots=pool.shape[0], null_slot=0)
     out = torch.full_like(v, float("nan"))
     hopper.gdn_prefill_hopper(q, k, v, g, beta, state_pool=pool, state_indices=idx, has_initial_state=hinit,
                               plan=plan, scale=D ** -0.5, use_qk_l2norm=False, out=out, state_layout=layout,
                               null_slot=0)
-    if early:
-        # virtual sequence 0 on the side (its start, its walk), then the rest in one run [1, 5)
-        assert calls == ["kkt", "combine", "from_starts", "partials", "combine", "from_starts"]
-        tab = next(t for key, t in plan.kernel_data.items() if key[0] == "hopper-cp")
-        assert tab.early == (0,) and tab.cu_v == (0, 7 * 64, 700, 764, 765, 1065)   # 11 chunks → 7 + 4
-    else:
-        assert calls == ["kkt", "partials", "combine", "from_starts"]
+    assert calls == ["kkt", "partials", "combine", "from_starts"]
     live = [0, 2, 3]
     cu_l = cu.tolist()
     assert (out[cu_l[1]:cu_l[2]] == 0).all()

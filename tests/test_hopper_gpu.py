@@ -335,11 +335,6 @@ CP_CASES = [
                                                                         l2_in_kernel=True, packed=True), 4, 128, 1),
     ("cp-2/4-bf16-vk-noinit-P32", [6000, 700], 2, 4, dict(gmax=2.0, pool_dtype=torch.bfloat16, hinit_mode="none",
                                                           skip_every=0, strided_pool=False), 32, 128, None),
-    # early first partitions (QLA_CP_EARLY: their output walk on a second stream beside the partials pass)
-    ("cp-early-2/8-bf16-vk-g30-P2", [8192, 700, 1], 2, 8, dict(gmax=30.0, pool_dtype=torch.bfloat16, skip_every=0,
-                                                                early="0.67"), 2, 64, 0),
-    ("cp-early-1/4-fp32-kv-null-P2", [6000, 64, 3000, 2500], 1, 4, dict(gmax=1.0, layout="kv", skip_every=2,
-                                                                        hinit_mode="none", early="0.4"), 2, 128, None),
 ]
 
 
@@ -350,8 +345,6 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
     outputs poisoned with NaN; pool rows of skipped slots untouched."""
     from qla_serve.kernels.hopper import cp
 
-    kw = dict(kw)
-    early = kw.pop("early", None)
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     if zero_head is not None:
         case["g"][:, zero_head] = 0.0                       # a head with no decay at all
@@ -366,8 +359,6 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
 
     case["pool"].copy_(pool_before.to(DEV))
     monkeypatch.setenv(cp.FORCE_ENV, str(P))
-    if early:
-        monkeypatch.setenv(cp.EARLY_ENV, early)
     calls = []
     orig = cp.run_cp_hopper
     monkeypatch.setattr(cp, "run_cp_hopper", lambda *a, **kw: (calls.append(1), orig(*a, **kw)))
@@ -385,15 +376,11 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
 
 
 @skip
-@pytest.mark.parametrize("early", ["", "0.67"])
-def test_cp_cuda_graph_replay(early, monkeypatch):
-    """The CP path (plan tables, scratch, combine, both phases) captured once, replayed on new inputs;
-    with early first partitions, the capture holds the second stream's fork and join too."""
+def test_cp_cuda_graph_replay(monkeypatch):
+    """The CP path (plan tables, scratch, combine, both phases) captured once, replayed on new inputs."""
     from qla_serve.kernels.hopper import cp
 
-    monkeypatch.setenv(cp.FORCE_ENV, "2" if early else "8")
-    if early:
-        monkeypatch.setenv(cp.EARLY_ENV, early)
+    monkeypatch.setenv(cp.FORCE_ENV, "8")
     seqlens = [5000, 64, 1]
     T = sum(seqlens)
     case = make_case(seqlens, 2, 4, gmax=2.0, seed=21, skip_every=0)
@@ -403,7 +390,5 @@ def test_cp_cuda_graph_replay(early, monkeypatch):
     out = torch.full((T, 4, V), float("nan"), dtype=torch.bfloat16, device=DEV)
     run_qla(case, plan=plan, out=out)
     torch.cuda.synchronize()
-    tab = cp.plan_cp(plan, 4, V, plan.kernel_data[("hopper", 4, V)]["block_v"])
-    assert tab is not None and bool(tab.early) == bool(early)
-    capture_then_replay(case, plan, out, seqlens, (31, 32), f"cp-cuda-graph-replay{'-early' if early else ''}",
-                        gmax=2.0, skip_every=0)
+    assert cp.plan_cp(plan, 4, V, plan.kernel_data[("hopper", 4, V)]["block_v"]) is not None
+    capture_then_replay(case, plan, out, seqlens, (31, 32), "cp-cuda-graph-replay", gmax=2.0, skip_every=0)

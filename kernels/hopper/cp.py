@@ -20,14 +20,6 @@ so γ and Aβ of a partition are those of the real sequence):
                   sequences; a non-CP sequence is one) walks from ``starts[v]``, writes its output,
                   and the last partition of each real sequence stores its final state to the pool.
 
-Early first partition (opt-in: ``QLA_CP_EARLY=<share>`` or ``CPParams.early_share``; not yet run on a
-GPU): a sequence split in two gets a longer first partition (that share of its chunks) whose start
-is the pool's state. Its output walk needs no partials, so it runs on a second stream beside phase 1
-(its start read by a one-partition combine; it never stores the final state), and phase 3 walks
-the other virtual sequences in runs of consecutive indices. With phase 1 at c1 and phase 3 at c3 per
-chunk (H200 ncu, 16/32 1×32768: 1.0 and 1.94 µs), the two streams end together at a share of
-1 / (2 − c1/c3) ≈ 0.67, for ≈ 0.67·C·c3 instead of (c1 + c3)·C/2 ≈ 0.76·C·c3.
-
 Everything here is computed from host data only (plan.seqlens, head counts, SM count): no device
 read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` (a gather on the
 stream), so a call is CUDA-graph capturable for a fixed plan.
@@ -41,7 +33,6 @@ The constants are measured: ``bench_serving/kernels.py --cp-sweep`` times P ∈ 
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import math
@@ -82,14 +73,9 @@ class CPParams:
     # 1×32768 0.541 ms at 128 / P = 8 against 0.615 at 64 / P = 4, 1×16384 0.312 against 0.336;
     # at 16/32 and 8/32 (P = 2 at 64) V-block 64 stays 4-10 % ahead. Fitted by :func:`fit_wide_block`.
     wide_block_min_parts: int = 4
-    # Early partition 0 (off at 0): a sequence split in two whose first partition holds this share
-    # of its chunks and walks its output beside the partials pass, from the pool's state, on a
-    # second stream (:func:`run_cp`). Not fitted yet: ``QLA_CP_EARLY=<share>`` turns it on.
-    early_share: float = 0.0
 
 
 DEFAULT_PARAMS = CPParams()
-EARLY_ENV = "QLA_CP_EARLY"       # share of a 2-way split's chunks in its early first partition
 
 
 def _pow2floor(x: int) -> int:
@@ -145,13 +131,6 @@ class CPTables:
     part_bounds: torch.Tensor       # [NSP, 2] int32
     vs_offsets: torch.Tensor        # [N+1] int32
     row_offsets: torch.Tensor       # [N] int32
-    # Early partition 0 (empty tuple: none). Real sequences whose first partition walks beside the
-    # partials pass; the other virtual sequences walk in runs [b, e) of consecutive indices.
-    early: tuple[int, ...] = ()
-    runs: tuple[tuple[int, int], ...] = ()
-    early_cu: torch.Tensor | None = None     # [2·len(early)] int32: (bos, eos) of each early partition
-    unit_offsets: torch.Tensor | None = None  # [0, 1] int32: combine's tables for one sequence, one partition
-    no_store: torch.Tensor | None = None      # [1] uint8 0: an early partition never stores the final state
 
     @property
     def num_virtual(self) -> int:
@@ -162,31 +141,21 @@ class CPTables:
         return len(self.bounds)
 
 
-def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.device | str = "cpu",
-                 early_share: float = 0.0) -> CPTables:
-    """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces. With
-    ``early_share`` > 0 a sequence split in two gets an early first partition of that share of its
-    chunks instead (at least one chunk on each side)."""
+def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.device | str = "cpu") -> CPTables:
+    """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces."""
     assert len(parts) == len(seqlens)
     cu_v, bounds, vs, rows, seq_of_v, last_v = [0], [], [0], [], [], []
-    early, early_cu = [], []
     bos = 0
     for j, (n, P) in enumerate(zip(seqlens, parts)):
         nch = (n + CHUNK - 1) // CHUNK
         P = max(1, min(int(P), max(1, nch)))
         rows.append(len(bounds))
         edges = [bos]
-        if P == 2 and early_share > 0:
-            first = max(1, min(nch - 1, round(nch * early_share)))
-            edges.append(bos + first * CHUNK)
-            early.append(j)
-            early_cu += [bos, bos + first * CHUNK]
-        else:
-            base, extra = divmod(nch, P)
-            c = 0
-            for p in range(P - 1):
-                c += base + (1 if p < extra else 0)
-                edges.append(bos + c * CHUNK)
+        base, extra = divmod(nch, P)
+        c = 0
+        for p in range(P - 1):
+            c += base + (1 if p < extra else 0)
+            edges.append(bos + c * CHUNK)
         edges.append(bos + n)
         for p in range(P):
             cu_v.append(edges[p + 1])
@@ -201,27 +170,15 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
     nsv = len(cu_v) - 1
     last_bytes = np.zeros(-(-nsv // 4) * 4, dtype=np.uint8)
     last_bytes[:nsv] = last_v
-    # The early partitions' virtual sequences (each early sequence's first) walk on the side; the
-    # rest walk in runs of consecutive virtual indices (cu_seqlens_v cannot leave a gap in one launch).
-    skip = {vs[j] for j in early}
-    runs, b = [], 0
-    for vi in range(nsv + 1):
-        if vi == nsv or vi in skip:
-            if vi > b:
-                runs.append((b, vi))
-            b = vi + 1
-    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d, early_d, unit_d, zero_d = stage_int32(
-        [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows,
-         early_cu, [0, 1], [0]], torch.device(device))
+    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d = stage_int32(
+        [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows],
+        torch.device(device))
     parts_eff = tuple(vs[j + 1] - vs[j] for j in range(len(seqlens)))
     return CPTables(
         parts=parts_eff, cu_v=tuple(cu_v), bounds=tuple(bounds), vs_offsets_h=tuple(vs),
         row_offsets_h=tuple(rows),
         cu_seqlens_v=cu_d, seq_of_v=seq_d, last_v=last_d.view(torch.uint8)[:nsv],
-        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d,
-        early=tuple(early), runs=tuple(runs) if early else ((0, nsv),),
-        early_cu=early_d if early else None, unit_offsets=unit_d if early else None,
-        no_store=zero_d.view(torch.uint8)[:1] if early else None)
+        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d)
 
 
 def _force_from_env() -> int | None:
@@ -262,12 +219,9 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
             if plan.device.type == "cuda":
                 from . import _num_sms
                 sms = _num_sms(plan.device)
-        params = params or DEFAULT_PARAMS
-        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params, force)
+        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or DEFAULT_PARAMS, force)
         if any(p > 1 for p in parts):
-            share = os.environ.get(EARLY_ENV)
-            got = build_tables(plan.seqlens, parts, plan.device,
-                               early_share=float(share) if share else params.early_share)
+            got = build_tables(plan.seqlens, parts, plan.device)
     plan.kernel_data[key] = got
     return got
 
@@ -294,74 +248,11 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     nsp = tables.num_partial
     scratch = torch.empty(2 * nsp, HV, *inner, dtype=torch.float32, device=dev)
     starts = torch.empty(tables.num_virtual, HV, *inner, dtype=torch.float32, device=dev)
-    side = _EarlySide(dev) if tables.early else None
-    if side is not None:
-        # Early first partitions: their start is the pool's state, so their output walk need not
-        # wait for the partials pass. On a second stream: read each start (combine over a single
-        # partition), then walk; never store (the sequence's last partition does, after combine).
-        starts0 = torch.empty(len(tables.early), HV, *inner, dtype=torch.float32, device=dev)
-        with side.fork():
-            for i, j in enumerate(tables.early):
-                combine(state_pool, state_indices[j:j + 1],
-                        None if has_initial_state is None else has_initial_state[j:j + 1],
-                        tables.unit_offsets, tables.unit_offsets[:1], scratch, starts0[i:i + 1], 0, null_slot)
-            side.mark_read()        # the main stream's last partitions may now store into these slots
-            for i, j in enumerate(tables.early):
-                from_starts(q, k, v, gcum, a, tables.early_cu[2 * i:2 * i + 2], state_indices[j:j + 1],
-                            tables.no_store, starts0[i:i + 1], state_pool, out, null_slot)
     partials(q, k, v, gcum, a, tables.part_bounds, scratch)
     combine(state_pool, state_indices, has_initial_state, tables.vs_offsets, tables.row_offsets, scratch, starts,
             nsp, null_slot)
     slot_v = state_indices.index_select(0, tables.seq_of_v).to(torch.int32)
-    if side is not None:
-        side.wait_read()
-    for b, e in tables.runs:
-        from_starts(q, k, v, gcum, a, tables.cu_seqlens_v[b:e + 1], slot_v[b:e], tables.last_v[b:e], starts[b:e],
-                    state_pool, out, null_slot)
-    if side is not None:
-        side.join()
-
-
-_side_streams: dict[int, Any] = {}
-
-
-class _EarlySide:
-    """The second stream of the early partitions, forked from and joined back into the current one
-    with events (no host sync; legal inside CUDA-graph capture). On a CPU device everything runs in
-    program order: the side work first, then the main stream's."""
-
-    def __init__(self, dev: torch.device):
-        self.cuda = dev.type == "cuda"
-        if self.cuda:
-            idx = dev.index if dev.index is not None else torch.cuda.current_device()
-            if idx not in _side_streams:
-                _side_streams[idx] = torch.cuda.Stream(device=idx)
-            self.main = torch.cuda.current_stream(idx)
-            self.stream = _side_streams[idx]
-            self.read = torch.cuda.Event()
-            self.done = torch.cuda.Event()
-
-    @contextlib.contextmanager
-    def fork(self):
-        if not self.cuda:
-            yield
-            return
-        self.stream.wait_stream(self.main)          # kkt_solve's γ and Aβ, the caller's inputs
-        with torch.cuda.stream(self.stream):
-            yield
-            self.done.record(self.stream)
-
-    def mark_read(self) -> None:
-        if self.cuda:
-            self.read.record(self.stream)
-
-    def wait_read(self) -> None:
-        if self.cuda:
-            self.main.wait_event(self.read)
-
-    def join(self) -> None:
-        if self.cuda:
-            self.main.wait_event(self.done)
+    from_starts(q, k, v, gcum, a, tables.cu_seqlens_v, slot_v, tables.last_v, starts, state_pool, out, null_slot)
 
 
 # ----------------------------------------------------------------------------------------------
