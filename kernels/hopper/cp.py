@@ -56,8 +56,9 @@ class CPParams:
     (2026-11-30, the walk whose consumers form W themselves): over
     ``bench_serving/results/h200-session11/call5-cp-sweep/`` (heads 16/32, 2/8, 8/32, 4/16; rows
     1×32768, 1×16384, 1×8192, 28672+4096, 1×4096, 1×2048; V-block 64 and 128; P = 1…32) the rule's
-    pick is 0.6 % slower than the best P per row, geometric mean, 8.9 % at worst (4/16 28672+4096,
-    P = 2 where 4 was best). Session 7's constants (min_chunks 32) scored 1.0 % and 27 % at worst on
+    pick is 0.6 % slower than the best (V-block, P) per row, geometric mean, 8.3 % at worst (2/8
+    1×16384), with session 12's reading of the widening (:func:`_split_finely_at_64`; 4/16
+    28672+4096 had been 26 % slower at V-block 64, P = 2). Session 7's constants (min_chunks 32) scored 1.0 % and 27 % at worst on
     the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best."""
 
     target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
@@ -197,7 +198,13 @@ def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, blo
 
 
 def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams) -> bool:
-    parts = choose_parts(seqlens, num_v_heads, head_v_dim, 64, sms, params)
+    # Judged among the sequences of at least half the longest's chunks: a much shorter one ends
+    # early and leaves its SMs to the longest's partitions. Counting its CTAs split 4/16
+    # 28672+4096 only two ways at 64 (0.727 ms) where 128 with four partitions took 0.576
+    # (session 11's sweep; the single-sequence rows are unchanged).
+    nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
+    long = [n for n, c in zip(seqlens, nch) if 2 * c >= max(nch, default=0)]
+    parts = choose_parts(long, num_v_heads, head_v_dim, 64, sms, params)
     return bool(parts) and max(parts) >= params.wide_block_min_parts
 
 
