@@ -176,6 +176,7 @@ CASES = [
     ("gva2-fp32-vk-32k-g0.3", [32768, 5, 300], 1, 2, dict(gmax=0.3, skip_every=0, hinit_mode="all",
                                                            packed=True), None),
     ("gva2-fp32-vk-single-tokens", [1] * 40 + [257], 1, 2, dict(gmax=10.0), None),
+    ("gva2-fp32-vk-under-one-chunk", [37, 1, 5], 1, 2, dict(gmax=3.0), None),   # T < 64: no whole chunk
     ("gva2-fp32-vk-g3-bv64", SHORT, 2, 4, dict(gmax=3.0), 64),
     ("gva4-bf16-kv-l2-bv64", SHORT[:8], 2, 8, dict(gmax=1.0, pool_dtype=torch.bfloat16, layout="kv",
                                                      l2_in_kernel=True, packed=True), 64),

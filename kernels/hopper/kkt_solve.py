@@ -10,19 +10,23 @@ g = 0, so no padded row or column leaks into a real one. The gate is applied bef
 sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (the exponent is masked to 0
 elsewhere).
 
-Work split: one CTA (128 threads, ≤ 128 registers, ~46 KB shared: 4 CTAs per SM) per (chunk, *key*
+Work split: one CTA (128 threads, ≤ 128 registers, 51 KB shared: 4 CTAs per SM) per (chunk, *key*
 head). K is loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of
 all G = HV / H value heads sharing that key head are loaded together with K and cumsummed at once
 (one warp per head). The CTA then walks the G value heads: gated L in registers (K Kᵀ's fragment
-layout) → shared → inverse → output staged in shared and stored as 16-byte rows. About 11 barriers
-per value head (TileLang's sync planner adds one after every mma stage).
+layout) → shared → inverse → output staged in shared and written by one bulk (TMA) store (a
+sequence's partial last chunk: its real rows, as 16-byte rows). About 12 barriers per value head
+(TileLang's sync planner adds one after every mma stage).
 
 The inverse X = (I + L)⁻¹ is kept in fp32 (rounded to the input dtype only on output), by blocks of
 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
 
 1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
    16×16 blocks and forward-substitute it in registers (x_r = δ_rc − Σ_{m<r} L_rm x_m, fully
-   unrolled, L read from shared memory as broadcasts; no barrier inside).
+   unrolled, L read from shared memory as broadcasts; no barrier inside), then store it in fp32;
+   all 128 threads then round and scatter the blocks into the merge operands and the output.
+   Session 12's ncu (16/32 8192×4) had a seventh of the kernel's stall samples on the barrier
+   after this step while the solving warps also did that scattering in 2-byte stores.
 2. 16→32 merge, both pairs in one 32×32×32 product on block-diagonal operands:
    X_10 = −X_11 (L_10 X_00),  X_32 = −X_33 (L_32 X_22).
 3. 32→64 merge: with X_A = [[X_00, 0], [X_10, X_11]], X_B = [[X_22, 0], [X_32, X_33]] and
@@ -41,8 +45,10 @@ import tilelang
 import tilelang.language as T
 
 CHUNK = 64
-MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~46 KB per CTA)
-PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False}
+MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is 51 KB per CTA)
+# Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the bf16
+# output rounding). Session 12: kkt_solve 0.213 → 0.203 ms at 16/32 × 32768 tokens with the bulk store.
+PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
 
 
 def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
@@ -90,7 +96,10 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             k_s = T.alloc_shared((C, K), in_dtype)
             g_s = T.alloc_shared((G, C), accum)              # γ of the G value heads
             b_s = T.alloc_shared((G, C), accum)
-            ld_s = T.alloc_shared((4, B, B), accum)          # L_II, fp32
+            # L_II and X_II, fp32, a block per row; 16 floats of padding put the two blocks a warp
+            # reads (or writes) at once in different banks.
+            ld_s = T.alloc_shared((4, B * B + 16), accum)
+            xd_s = T.alloc_shared((4, B * B + 16), accum)
             o_s = T.alloc_shared((C, C), in_dtype)           # output staging (X · diag(β))
             # Merge operands, split bf16 (hi, lo):
             a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
@@ -179,7 +188,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                     lh = T.cast(lf[i, j], half)
                     ll = T.cast(lf[i, j] - T.cast(lh, accum), half)
                     if i // B == j // B:
-                        ld_s[i // B, i % B, j % B] = lf[i, j]
+                        ld_s[i // B, (i % B) * B + j % B] = lf[i, j]
                     if (i // B == 1) & (j // B == 0):
                         a1h[i - B, j] = lh
                         a1l[i - B, j] = ll
@@ -190,32 +199,36 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                         a3h[i - Hf, j] = lh
                         a3l[i - Hf, j] = ll
 
-                # 1. Diagonal blocks: one thread per column of a 16x16 block, in registers.
+                # 1. Diagonal blocks: one thread per column of a 16x16 block forward-substitutes
+                #    it in registers and stores it in fp32; then all 128 threads round and scatter
+                #    the four blocks into their consumers (the solving warps are the chain: they
+                #    do nothing else).
                 if tx < 4 * B:
                     blk = tx // B
                     col = tx % B
                     for r in T.unroll(B):
                         xc[r] = T.if_then_else(r == col, 1.0, 0.0)
                         for m in T.unroll(r):
-                            xc[r] = xc[r] - ld_s[blk, r, m] * xc[m]
-                    bcol = b_s[gi, blk * B + col]
+                            xc[r] = xc[r] - ld_s[blk, r * B + m] * xc[m]
                     for r in T.unroll(B):
-                        xv = xc[r]
-                        xh = T.cast(xv, half)
-                        xl = T.cast(xv - T.cast(xh, accum), half)
-                        o_s[blk * B + r, blk * B + col] = T.cast(xv * bcol, in_dtype)
-                        if blk % 2 == 0:
-                            b1h[(blk // 2) * B + r, (blk // 2) * B + col] = xh
-                            b1l[(blk // 2) * B + r, (blk // 2) * B + col] = xl
-                        else:
-                            a2h[(blk // 2) * B + r, (blk // 2) * B + col] = xh
-                            a2l[(blk // 2) * B + r, (blk // 2) * B + col] = xl
-                        if blk < 2:
-                            b3h[blk * B + r, blk * B + col] = xh
-                            b3l[blk * B + r, blk * B + col] = xl
-                        else:
-                            a4h[(blk - 2) * B + r, (blk - 2) * B + col] = xh
-                            a4l[(blk - 2) * B + r, (blk - 2) * B + col] = xl
+                        xd_s[blk, r * B + col] = xc[r]
+                for bb, r, c in T.Parallel(4, B, B):
+                    xv = xd_s[bb, r * B + c]
+                    xh = T.cast(xv, half)
+                    xl = T.cast(xv - T.cast(xh, accum), half)
+                    o_s[bb * B + r, bb * B + c] = T.cast(xv * b_s[gi, bb * B + c], in_dtype)
+                    if bb % 2 == 0:
+                        b1h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
+                        b1l[(bb // 2) * B + r, (bb // 2) * B + c] = xl
+                    else:
+                        a2h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
+                        a2l[(bb // 2) * B + r, (bb // 2) * B + c] = xl
+                    if bb < 2:
+                        b3h[bb * B + r, bb * B + c] = xh
+                        b3l[bb * B + r, bb * B + c] = xl
+                    else:
+                        a4h[(bb - 2) * B + r, (bb - 2) * B + c] = xh
+                        a4l[(bb - 2) * B + r, (bb - 2) * B + c] = xl
 
                 # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
                 split_gemm(a1h, a1l, b1h, b1l, acc)
@@ -242,8 +255,11 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 for i, j in T.Parallel(Hf, Hf):
                     o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], in_dtype)
 
-                for i, j in T.Parallel(C, C):
-                    if i < nvalid:
-                        a[left + i, bh, j] = o_s[i, j]
+                if nvalid == C:     # a whole chunk: one bulk (TMA) store
+                    T.copy(o_s, a[left:left + C, bh, 0:C])
+                else:               # a sequence's last, partial chunk: its real rows only
+                    for i, j in T.Parallel(C, C):
+                        if i < nvalid:
+                            a[left + i, bh, j] = o_s[i, j]
 
     return qla_kkt_solve
