@@ -58,8 +58,8 @@ class CPParams:
     1×32768, 1×16384, 1×8192, 28672+4096, 1×4096, 1×2048; V-block 64 and 128; P = 1…32) the rule's
     pick is 0.6 % slower than the best (V-block, P) per row, geometric mean, 8.3 % at worst (2/8
     1×16384), with session 12's reading of the widening (:func:`_split_finely_at_64`; 4/16
-    28672+4096 had been 26 % slower at V-block 64, P = 2). Session 7's constants (min_chunks 32) scored 1.0 % and 27 % at worst on
-    the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best."""
+    28672+4096 had been 26 % slower at V-block 64, P = 2). Session 7's constants (min_chunks 32)
+    scored 1.0 % and 27 % at worst on the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best."""
 
     target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks (32 in sessions 7-10)
