@@ -3,6 +3,7 @@ through the same orchestration the GPU path runs (with torch emulations of the t
 sm_90a compile of the combine kernel."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
@@ -599,7 +600,7 @@ def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
     assert cp.widen_block_v([32768], 32, 128, 64, 132, p) == 64            # P = 2 at 64
     assert cp.widen_block_v([4096], 8, 128, 64, 132, p) == 64              # not split at all
     assert cp.widen_block_v([8192] * 4, 32, 128, 128, 132, p) == 128       # already 128
-    never = cp.CPParams(p.target_ctas, p.min_chunks, p.max_parts, p.min_seq_chunks, wide_block_min_parts=64)
+    never = dataclasses.replace(p, wide_block_min_parts=64)
     assert cp.widen_block_v([32768], 16, 128, 64, 132, never) == 64
 
 

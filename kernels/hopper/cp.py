@@ -37,7 +37,7 @@ import itertools
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -203,7 +203,8 @@ def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams)
     # 28672+4096 only two ways at 64 (0.727 ms) where 128 with four partitions took 0.576
     # (session 11's sweep; the single-sequence rows are unchanged).
     nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
-    long = [n for n, c in zip(seqlens, nch) if 2 * c >= max(nch, default=0)]
+    cmax = max(nch, default=0)
+    long = [n for n, c in zip(seqlens, nch) if 2 * c >= cmax]
     parts = choose_parts(long, num_v_heads, head_v_dim, 64, sms, params)
     return bool(parts) and max(parts) >= params.wide_block_min_parts
 
@@ -386,7 +387,7 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
             rows[(heads, mix)] = {b: tab[(heads, mix, b)] for b in (64, 128)}
     best = None
     for t in sorted(thresholds, reverse=True):
-        p = CPParams(params.target_ctas, params.min_chunks, params.max_parts, params.min_seq_chunks, t)
+        p = replace(params, wide_block_min_parts=t)
         logs, picks = [], {}
         for (heads, mix), times in rows.items():
             seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
