@@ -74,6 +74,9 @@ def main() -> None:
     ap.add_argument("--no-tests", action="store_true")
     ap.add_argument("--host-profile", action="store_true",
                     help="also host_profile.py's variants (bf16 pool) for the --heads configs")
+    ap.add_argument("--packed-l2norm", action="store_true",
+                    help="bench variants with q/k/v packed in one buffer and in-kernel l2norm "
+                         "(kernels.py with QLA_BENCH_INPUTS=packed-l2norm)")
     ap.add_argument("--block-v", default=",".join(str(b) for b in hopper.KERNEL_BLOCK_V),
                     help="V-block widths to build for every variant")
     args = ap.parse_args()
@@ -86,6 +89,8 @@ def main() -> None:
     for hv in args.heads.split(","):
         H, HV = (int(x) for x in hv.split("/"))
         vs += [variant(H, HV, torch.float32, "vk", False, True, False, 0, bv) for bv in widths]
+        if args.packed_l2norm:
+            vs += [variant(H, HV, torch.float32, "vk", True, True, True, 0, bv) for bv in widths]
         if args.host_profile:
             vs += [variant(H, HV, torch.bfloat16, "vk", False, True, False, 0, bv) for bv in widths]
     if not args.no_tests:

@@ -124,6 +124,12 @@ def make_inputs(seqlens, H, HV, seed=0):
 
 # ---------------------------------------------------------------------------------------------- QLA
 
+# QLA_BENCH_INPUTS=packed-l2norm: QLA reads q/k/v as views of one [T, 2·H·K + HV·V] buffer (an
+# engine's conv output) and l2-normalises q, k itself, as an adapter does when it skips the engine's
+# q/k/v copy-and-normalise pass; the other backends keep their contiguous inputs.
+PACKED_L2NORM = os.environ.get("QLA_BENCH_INPUTS", "contiguous") == "packed-l2norm"
+
+
 def qla_fns(x):
     import qla_serve
 
@@ -131,11 +137,17 @@ def qla_fns(x):
     plan = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
     out = torch.empty_like(x["v"])
     hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
+    q, k, v = x["q"], x["k"], x["v"]
+    if PACKED_L2NORM:
+        T, H, HV = q.shape[0], q.shape[1], v.shape[1]
+        mixed = torch.cat([q.flatten(1), k.flatten(1), v.flatten(1)], dim=1)
+        q, k, v = (mixed[:, :H * K].view(T, H, K), mixed[:, H * K:2 * H * K].view(T, H, K),
+                   mixed[:, 2 * H * K:].view(T, HV, V))
 
     def call(p):
-        qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+        qla_serve.gdn_prefill(q, k, v, x["g"], x["beta"], state_pool=x["pool"],
                               state_indices=x["idx"], cu_seqlens=p.cu_seqlens, has_initial_state=hinit,
-                              plan=p, out=out, null_slot=0)
+                              plan=p, out=out, null_slot=0, use_qk_l2norm=PACKED_L2NORM)
 
     def kernel():
         call(plan)
@@ -536,7 +548,8 @@ def main() -> None:
             print(f"[bench] {b} not usable: {exc!r}"[:200])
     result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
-              "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "TILELANG_DEFAULT_TARGET")}}
+              "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "TILELANG_DEFAULT_TARGET",
+                                                     "QLA_BENCH_INPUTS")}}
     qla_build = None
     if "qla" in usable and not args.no_prewarm:
         # QLA's kernels (kkt, walk, CP passes, combine) for these heads, built in parallel worker
@@ -544,7 +557,8 @@ def main() -> None:
         widths = os.environ.get("QLA_BLOCK_V") or "64,128"
         qla_build = subprocess.Popen(
             [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_prebuild.py"),
-             "--no-tests", "--heads", ",".join(f"{H}/{HV}" for H, HV in heads), "--block-v", widths],
+             "--no-tests", "--heads", ",".join(f"{H}/{HV}" for H, HV in heads), "--block-v", widths]
+            + (["--packed-l2norm"] if PACKED_L2NORM else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     if "flashqla" in usable and not args.no_prewarm:
         result["flashqla_prewarm_s"] = prewarm(heads, list(mixes))
