@@ -335,6 +335,8 @@ def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None
                      # host ms of qla-serve's metadata builder per prefill step (qla servers only)
                      "qla_builder_ms_per_step": _mean_of(recs, "qla_builder_ms"),
                      "builder_ms_per_step": _mean_of(recs, "builder_ms"),
+                     # host ms the GDN cores took to enqueue per step (close to gdn_ms: launch-bound)
+                     "gdn_host_ms_per_step": _mean_of(recs, "host_ms"),
                      "backend_path": sorted({r["backend"] for r in recs})})
     out = {"workers": len(rows)}
     for k in rows[0]:
@@ -370,16 +372,17 @@ def markdown(report: dict) -> str:
     head = "| backend | workload | reqs | fail | " + " | ".join(
         f"{m.split('_')[0].upper()} p{p}" for m in METRICS for p in PCTS) + " |"
     lat = [head, "|" + "---|" * (4 + len(METRICS) * len(PCTS))]
-    gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | step ms | GDN share of step | "
+    gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | its host ms/step | step ms | GDN share of step | "
            "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | qla-serve builder ms/step | "
            "prefix-cache hit tokens |",
-           "|" + "---|" * 11]
+           "|" + "---|" * 12]
     for b, w, s in cells(report):
         lat.append(f"| {b} | {w} | {s['requests']} | {s['failed']} | " + " | ".join(
             fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
         g = s.get("gdn") or {}
         pct = lambda x: fmt(None if x is None else 100 * x, ".1f") + ("%" if x is not None else "")  # noqa: E731
         gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
+                   f"{fmt(g.get('gdn_host_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
                    f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
                    f"{s.get('qla_calls', '-') if base_of(b) in QLA_BACKENDS else '-'} | "
@@ -434,7 +437,9 @@ Workloads:
 
 The plugin's layer times the GDN core (causal conv + gating prep + chunked recurrence, all GDN
 layers of a step) on every engine step that carries prefill tokens, for every backend
-(`QLA_VLLM_STEP_TIMING`; CUDA events on GPU, perf_counter on CPU). "step ms" is the interval
+(`QLA_VLLM_STEP_TIMING`; CUDA events on GPU, perf_counter on CPU). "its host ms" is the host time
+the same cores took to enqueue their work: where it comes close to the GDN ms, the GPU waited for
+the host and the step is launch-bound. "step ms" is the interval
 between consecutive steps (forward + scheduling; with full CUDA graphs decode-only steps are not
 seen, so it can be an overestimate). "share of TTFT" = GDN time of the window's prefill steps /
 summed TTFT, for concurrency-1 workloads; "share of wall" = GDN time / the workload's wall time.

@@ -11,6 +11,9 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
   gating prep and the chunked recurrence, plus the step's decode tokens when the step mixes
   them) — the part a GDN prefill kernel can move. CPU: ``time.perf_counter``; CUDA: a pair of
   CUDA events per layer, read later with ``Event.query()`` (no synchronisation added).
+* ``host_ms``: host time the same layer cores took to enqueue their work (``perf_counter``). Where
+  it is close to ``gdn_ms`` the GPU was waiting for the host: the step is launch-bound, and a
+  faster kernel cannot show there.
 * ``t``: ``time.time()`` at the step's first GDN layer (the runner assigns steps to workloads);
   ``step_ms``: interval from this step's first GDN layer to the next step's first GDN layer. In
   eager mode that is the engine's step time (forward + scheduling); steps replayed as full CUDA
@@ -67,6 +70,7 @@ class StepTimer:
     def run(self, backend: str, md, fn, *args) -> None:
         """Run ``fn(*args)`` (one layer's core on a step with prefills) and time it."""
         cur = self.cur
+        t0 = time.perf_counter()
         if args and args[0].is_cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -74,12 +78,13 @@ class StepTimer:
             end.record()
             part: Any = (start, end)
         else:
-            t0 = time.perf_counter()
             fn(*args)
             part = (time.perf_counter() - t0) * 1e3
+        host_ms = (time.perf_counter() - t0) * 1e3
         if cur is None:
             return
         cur["parts"].append(part)
+        cur["host_ms"] = cur.get("host_ms", 0.0) + host_ms
         cur.setdefault("backend", backend)
         cur.setdefault("prefills", int(md.num_prefills))
         cur.setdefault("prefill_tokens", int(md.num_prefill_tokens))
@@ -96,7 +101,7 @@ class StepTimer:
             line = {"pid": os.getpid(), "backend": rec.get("backend"), "step": rec["step"], "t": rec["t"],
                     "gdn_ms": ms, "layers": len(parts), "prefills": rec.get("prefills"),
                     "prefill_tokens": rec.get("prefill_tokens"), "decode_tokens": rec.get("decode_tokens"),
-                    "step_ms": rec["step_ms"], **rec.get("notes", {})}
+                    "step_ms": rec["step_ms"], "host_ms": rec.get("host_ms"), **rec.get("notes", {})}
             with open(self.path, "a") as f:
                 f.write(json.dumps(line) + "\n")
         self.pending = keep
