@@ -89,7 +89,10 @@ def test_tables_balanced():
     ((16, 32), [128] * 64, 128, False),          # many sequences fill the chip
     ((16, 32), [8192] * 4, 128, False),          # 128 CTAs: about one per SM already
     ((16, 64), [2048] * 16, 128, False),
-    ((2, 8), [1] * 256 + [4096], 128, False),    # 257 sequences · 8 heads already ≥ the target
+    ((2, 8), [1] * 256 + [4096], 128, False),    # the longest has 64 chunks: under min_seq_chunks
+    ((16, 32), [8192] + [1] * 13, 64, True),     # one-token sequences (decodes) ride along: no say
+    ((2, 8), [16384, 3, 1, 1] + [1] * 60, 128, True),
+    ((16, 32), [8192] * 2 + [65] * 40, 64, False),   # two-chunk sequences do count
     ((2, 8), [], 64, False),
 ])
 def test_rule(heads, seqlens, block_v, expect_cp):
@@ -102,9 +105,11 @@ def test_rule(heads, seqlens, block_v, expect_cp):
         assert P & (P - 1) == 0 and 1 <= P <= p.max_parts
         if P > 1:
             assert (n + C - 1) // C >= P * p.min_chunks
-    if parts:
+    if parts:   # CP's CTAs stay near the target; one-chunk sequences neither count nor split
         nv = 128 // block_v
-        assert sum(parts) * HV * nv <= max(p.target_ctas, len(seqlens) * HV * nv)
+        multi = [P for n, P in zip(seqlens, parts) if n > C]
+        assert sum(multi) * HV * nv <= max(p.target_ctas, len(multi) * HV * nv)
+        assert all(P == 1 for n, P in zip(seqlens, parts) if n <= C)
 
 
 def test_min_seq_chunks_gates_cp():

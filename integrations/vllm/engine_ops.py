@@ -109,11 +109,12 @@ def engine_forward_core(layer, parent_forward_core, mixed_qkv, b, a, core_attn_o
 # Host-side metadata for the prefill slice (built once per step by the metadata builder)
 # ----------------------------------------------------------------------------------------------
 def conv_metadata(cu_seqlens_cpu: torch.Tensor, device: torch.device, vllm_md: Any = None) -> Any:
-    """vLLM's Triton causal-conv tables for the prefill slice (CUDA only; CPU needs none).
+    """vLLM's Triton causal-conv tables for the batch qla-serve takes (CUDA only; CPU needs none).
 
-    ``vllm_md``: vLLM's own GDN metadata of a step *without decodes*. Its builder already made
-    these tables for the same sequences (its non-spec slice is the prefill slice then), so they
-    are reused: computing them again cost 130–310 µs of host time per step (CPU machine).
+    ``vllm_md``: vLLM's own GDN metadata of the step. On a step with prefills and no speculative
+    tokens its builder already made these tables for its non-spec batch, which is the same
+    sequences, so they are reused: computing them again cost 130–310 µs of host time per step
+    (CPU machine).
     """
     if device.type != "cuda":
         return None
@@ -127,7 +128,7 @@ def conv_metadata(cu_seqlens_cpu: torch.Tensor, device: torch.device, vllm_md: A
 
 
 # ----------------------------------------------------------------------------------------------
-# Prefill inputs: vLLM's causal conv (updates vLLM's conv state in place) and gating prep
+# Inputs: vLLM's causal conv (updates vLLM's conv state in place) and gating prep
 # ----------------------------------------------------------------------------------------------
 def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices: torch.Tensor,
                  has_initial_state: torch.Tensor, conv_md: Any) -> torch.Tensor:

@@ -5,14 +5,17 @@ every method defers to vLLM's layer, so the plugin changes nothing.
 
 When selected, one seam splits each step of a GDN layer (``_forward_core``):
 
-* decode, speculative verify, profiling runs → vLLM's own core, untouched (the first profiling
-  run, or else the first prefill, also loads qla-serve's kernels for this layer's shapes, once
-  per worker: ``qla_serve.warmup.preload``);
-* a batch with prefills → its decode tokens (vLLM puts them first) through vLLM's own core on a
-  decode-only view of the metadata, then the prefill tokens: vLLM's causal conv and gating prep,
-  and ``qla_serve.gdn_prefill`` reading and writing vLLM's state cache in place by
-  ``prefill_state_indices`` (``prefill_has_initial_state``; null block 0 → ``null_slot=0``), with
-  a plan the metadata builder made from vLLM's CPU-side ``query_start_loc`` (no device→host sync).
+* decode-only steps, speculative verify, profiling runs → vLLM's own core, untouched (the first
+  profiling run, or else the first prefill, also loads qla-serve's kernels for this layer's
+  shapes, once per worker: ``qla_serve.warmup.preload``);
+* a step with prefills → all its tokens in one pass: vLLM's causal conv and gating prep over the
+  whole batch, then one ``qla_serve.gdn_prefill`` call in which the step's decode requests (vLLM
+  puts them first) are one-token sequences beside the prefill chunks. It reads and writes vLLM's
+  state cache in place by ``non_spec_state_indices_tensor`` (``has_initial_state``; null block
+  0 → ``null_slot=0``), with a plan the metadata builder made from vLLM's CPU-side
+  ``query_start_loc`` (no device→host sync). vLLM's own core runs such a step as two paths (the
+  chunked kernel for the prefills, its recurrent decode kernel for the rest): one call instead
+  saves the second path's launches, which is what a step of a few hundred tokens waits on.
 
 If qla-serve cannot take a call, the layer runs vLLM's path for it and says why once (on CUDA
 that includes "no qla-serve kernel takes it": vLLM's kernel beats qla-serve's PyTorch reference;
@@ -71,17 +74,18 @@ def _say_once(level: int, msg: str, *args: Any) -> None:
 # ----------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class QLAGDNAttentionMetadata(GDNAttentionMetadata):
-    qla_plan: PrefillPlan | None = None     # prefill slice: num_prefills sequences
-    qla_conv_metadata: Any = None           # vLLM's causal-conv tables for the same slice (CUDA)
-    # Dense copies of the prefill slice's state indices / has-initial-state flags. vLLM's indices
-    # are column 0 of its block table (a strided view) and the kernels index dense vectors: one
-    # async device copy per step here instead of one per GDN layer.
+    qla_plan: PrefillPlan | None = None     # the step's num_decodes + num_prefills sequences
+    qla_conv_metadata: Any = None           # vLLM's causal-conv tables for the same batch (CUDA)
+    # Dense copies of the batch's state indices / has-initial-state flags. vLLM's indices are
+    # column 0 of its block table (a strided view) and the kernels index dense vectors: one async
+    # device copy per step here instead of one per GDN layer.
     qla_state_indices: torch.Tensor | None = None
     qla_has_initial_state: torch.Tensor | None = None
 
 
 class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
-    """vLLM's builder, plus a qla-serve plan built from the CPU ``query_start_loc`` it already holds."""
+    """vLLM's builder, plus a qla-serve plan built from the CPU ``query_start_loc`` it already holds
+    (steps with prefills and no speculative tokens: decodes first, then prefills, from token 0)."""
 
     def build(self, common_prefix_len, common_attn_metadata, *args, **kwargs):
         tm = timing.timer()
@@ -92,15 +96,15 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
         t1 = time.perf_counter()
         qsl_cpu = common_attn_metadata.query_start_loc_cpu
         device = common_attn_metadata.query_start_loc.device
-        nd, npf = md.num_decodes, md.num_prefills
-        cu_cpu = qsl_cpu[nd: nd + npf + 1] - qsl_cpu[nd]
+        n = md.num_decodes + md.num_prefills
+        cu_cpu = qsl_cpu[: n + 1]
         fields = {f.name: getattr(md, f.name) for f in dataclasses.fields(md)}
         md = QLAGDNAttentionMetadata(
             **fields,
             qla_plan=plan_prefill(cu_cpu, device=device),
-            qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device, md if nd == 0 else None),
-            qla_state_indices=md.prefill_state_indices[:npf].contiguous(),
-            qla_has_initial_state=md.prefill_has_initial_state[:npf].contiguous(),
+            qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device, md),
+            qla_state_indices=md.non_spec_state_indices_tensor[:n].contiguous(),
+            qla_has_initial_state=md.has_initial_state[:n].contiguous(),
         )
         if tm is not None:  # benchmarks: what the builder costs the host on prefill steps
             tm.note("builder_ms", (t1 - t0) * 1e3)
@@ -158,17 +162,14 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if md is None and not self.qla_preloaded:
             self._preload_kernels(mixed_qkv.device)
         if md is None or md.num_prefills == 0 or md.spec_sequence_masks is not None:
-            # The seam: decode, speculative verify and profiling stay on vLLM's kernels.
+            # The seam: decode-only steps, speculative verify and profiling stay on vLLM's kernels.
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
         reason = self._qla_why_not(md, mixed_qkv.dtype)
         if reason is not None:
             _say_once(logging.WARNING, "qla-serve: GDN prefill falls back to vLLM's own path: %s", reason)
             return self._vllm_core(mixed_qkv, b, a, core_attn_out)
-        ndt = md.num_decode_tokens
-        if md.num_decodes > 0:
-            self._vllm_decode_part(mixed_qkv, b, a, core_attn_out, md)
-        end = ndt + md.num_prefill_tokens
-        self._qla_prefill(mixed_qkv[ndt:end], b[ndt:end], a[ndt:end], core_attn_out[ndt:end], md)
+        end = md.num_decode_tokens + md.num_prefill_tokens   # the rest is CUDA-graph padding
+        self._qla_prefill(mixed_qkv[:end], b[:end], a[:end], core_attn_out[:end], md)
 
     # -- pieces ---------------------------------------------------------------------------------
     def _preload_kernels(self, device: torch.device) -> None:
@@ -189,33 +190,16 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
     def _vllm_core(self, mixed_qkv, b, a, core_attn_out) -> None:
         engine_ops.engine_forward_core(self, super()._forward_core, mixed_qkv, b, a, core_attn_out)
 
-    def _vllm_decode_part(self, mixed_qkv, b, a, core_attn_out, md) -> None:
-        """vLLM's core on the leading decode tokens, through a decode-only view of the metadata."""
-        ndt = md.num_decode_tokens
-        drop = {"has_initial_state", "prefill_query_start_loc", "prefill_state_indices",
-                "prefill_has_initial_state", "chunk_indices", "chunk_offsets", "nums_dict",
-                "batch_ptr", "token_chunk_offset_ptr", "checkpoint", "aiter_prefill_metadata",
-                "qla_plan", "qla_conv_metadata", "qla_state_indices", "qla_has_initial_state"}
-        names = {f.name for f in dataclasses.fields(md)}
-        decode_md = dataclasses.replace(
-            md, num_prefills=0, num_prefill_tokens=0, num_actual_tokens=ndt,
-            **{n: None for n in drop if n in names})
-        table = get_forward_context().attn_metadata
-        table[self.prefix] = decode_md
-        try:
-            self._vllm_core(mixed_qkv[:ndt], b[:ndt], a[:ndt], core_attn_out[:ndt])
-        finally:
-            table[self.prefix] = md
-
     def _qla_why_not(self, md, act_dtype: torch.dtype) -> str | None:
         if os.environ.get(FALLBACK_ENV, "0") not in ("", "0"):
             return f"{FALLBACK_ENV} is set"
         plan = getattr(md, "qla_plan", None)
         if plan is None:
             return "the step's GDN metadata carries no qla-serve plan (metadata builder is not qla-serve's)"
-        if plan.num_seqs != md.num_prefills or plan.total_tokens != md.num_prefill_tokens:
+        seqs, tokens = md.num_decodes + md.num_prefills, md.num_decode_tokens + md.num_prefill_tokens
+        if plan.num_seqs != seqs or plan.total_tokens != tokens:
             return (f"plan describes {plan.num_seqs} sequences / {plan.total_tokens} tokens but the batch "
-                    f"has {md.num_prefills} / {md.num_prefill_tokens}")
+                    f"has {seqs} / {tokens}")
         return engine_ops.platform_why_not(self) or engine_ops.kernel_why_not(self, plan, act_dtype)
 
     def _qla_prefill(self, x, b, a, out, md) -> None:
@@ -223,7 +207,7 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
             self._preload_kernels(x.device)
         plan: PrefillPlan = md.qla_plan
         n = plan.num_seqs
-        cu = md.prefill_query_start_loc[: n + 1]
+        cu = md.non_spec_query_start_loc[: n + 1]
         idx, has_state = md.qla_state_indices, md.qla_has_initial_state
         conv_out = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata)
         q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b)

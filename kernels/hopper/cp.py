@@ -107,7 +107,9 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     if force is not None:
         return parts_for_longest(nch, int(force))
     N = len(nch)
-    ctas = N * num_v_heads * max(1, head_v_dim // block_v)
+    # One-chunk sequences (an engine's decode requests riding in the call as one-token sequences)
+    # end in the walk's first round and leave their SMs to the long ones: they do not count.
+    ctas = sum(c > 1 for c in nch) * num_v_heads * max(1, head_v_dim // block_v)
     cmax = max(nch)
     target = params.target_ctas * sms / 132.0       # the constants are fitted on a 132-SM H200
     if ctas >= target or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
