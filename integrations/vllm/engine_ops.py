@@ -106,7 +106,7 @@ def engine_forward_core(layer, parent_forward_core, mixed_qkv, b, a, core_attn_o
 
 
 # ----------------------------------------------------------------------------------------------
-# Host-side metadata for the prefill slice (built once per step by the metadata builder)
+# Host-side metadata for the batch qla-serve takes (built once per step by the metadata builder)
 # ----------------------------------------------------------------------------------------------
 def conv_metadata(cu_seqlens_cpu: torch.Tensor, device: torch.device, vllm_md: Any = None) -> Any:
     """vLLM's Triton causal-conv tables for the batch qla-serve takes (CUDA only; CPU needs none).

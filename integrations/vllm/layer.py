@@ -14,8 +14,8 @@ When selected, one seam splits each step of a GDN layer (``_forward_core``):
   state cache in place by ``non_spec_state_indices_tensor`` (``has_initial_state``; null block
   0 → ``null_slot=0``), with a plan the metadata builder made from vLLM's CPU-side
   ``query_start_loc`` (no device→host sync). vLLM's own core runs such a step as two paths (the
-  chunked kernel for the prefills, its recurrent decode kernel for the rest): one call instead
-  saves the second path's launches, which is what a step of a few hundred tokens waits on.
+  chunked kernel for the prefills, its recurrent decode kernel for the rest); one call saves the
+  second path's launches, a second conv and its tables, and a decode-only copy of the metadata.
 
 If qla-serve cannot take a call, the layer runs vLLM's path for it and says why once (on CUDA
 that includes "no qla-serve kernel takes it": vLLM's kernel beats qla-serve's PyTorch reference;
