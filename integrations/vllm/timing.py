@@ -71,16 +71,16 @@ class StepTimer:
         """Run ``fn(*args)`` (one layer's core on a step with prefills) and time it."""
         cur = self.cur
         t0 = time.perf_counter()
+        events = None
         if args and args[0].is_cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            events[0].record()
             fn(*args)
-            end.record()
-            part: Any = (start, end)
+            events[1].record()
         else:
             fn(*args)
-            part = (time.perf_counter() - t0) * 1e3
         host_ms = (time.perf_counter() - t0) * 1e3
+        part: Any = events if events is not None else host_ms   # CPU: the core's time is the host's
         if cur is None:
             return
         cur["parts"].append(part)
