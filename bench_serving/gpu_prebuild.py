@@ -37,7 +37,16 @@ TEST_CONFIGS = [
     (1, 4, torch.float32, "kv", True, True, False, 0),
     (2, 4, torch.bfloat16, "vk", False, False, False, 0),
     (2, 8, torch.bfloat16, "kv", True, True, True, 0),
+    (2, 4, torch.bfloat16, "vk", True, True, True, 7),
+    (2, 4, torch.float32, "vk", True, True, True, 0),
+    (2, 4, torch.float32, "vk", True, True, False, 0),     # a 1-token batch: compact copies
 ]
+
+
+def build_in_kernel_l2norm(var) -> None:
+    """Process-pool entry: a variant's kernels with l2norm inside them (QLA_L2NORM=kernel, the tests' A/B)."""
+    os.environ[hopper.L2NORM_ENV] = "kernel"
+    hopper.build_variant(var)
 
 
 def variant(H, HV, pool_dtype, layout, l2, hinit, packed, extra, block_v):
@@ -93,15 +102,20 @@ def main() -> None:
             vs += [variant(H, HV, torch.float32, "vk", True, True, True, 0, bv) for bv in widths]
         if args.host_profile:
             vs += [variant(H, HV, torch.bfloat16, "vk", False, True, False, 0, bv) for bv in widths]
+    in_kernel = []
     if not args.no_tests:
         vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in widths]
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
                                         has_initial_state=(True,))
+        vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(True,),
+                                        has_initial_state=(False,), packed_qkv=(True,))
+        in_kernel = list(dict.fromkeys(v for v in vs if v.use_qk_l2norm and v.num_k_heads == 2))
     vs = list(dict.fromkeys(vs))
     print(f"{len(vs)} variants → {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=args.processes, mp_context=mp.get_context("spawn")) as ex:
         list(ex.map(hopper.build_variant, vs))      # disk cache only: nothing loaded here
+        list(ex.map(build_in_kernel_l2norm, in_kernel))
     print(f"built in {time.time() - t0:.1f} s", flush=True)
 
 

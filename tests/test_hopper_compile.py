@@ -55,14 +55,19 @@ def test_subset_is_in_the_warmup_list():
 @pytest.mark.parametrize("var", VARIANTS, ids=lambda v: f"{v.pool_dtype}-{v.state_layout}-l2{int(v.use_qk_l2norm)}"
                          f"-hi{int(v.has_initial_state)}-bv{v.block_v}-pk{int(v.packed_qkv)}")
 def test_variant_compiles_for_sm90a(var):
-    kkt = hopper.kkt_kernel_for(var)
-    fwd = hopper.fwd_kernel(var)
+    norm = hopper.qk_norm_kernel_for(var)        # calls asking for l2norm: the pass, then the plain kernels
+    assert (norm is None) == (not var.use_qk_l2norm)
+    if norm is not None:
+        assert "rsqrt" in norm.get_kernel_source()
+    run = var.after_l2norm_pass()
+    kkt = hopper.kkt_kernel_for(run)
+    fwd = hopper.fwd_kernel(run)
     assert "wgmma" in fwd.get_kernel_source(), "fused_fwd should use Hopper wgmma"
     assert "wgmma" in hopper.fwd_kernel(var, persistent=False).get_kernel_source()   # the other walk form
     assert "wgmma" in kkt.get_kernel_source()
     # Second lookup is served from the in-process cache: no new compile.
     n = hopper.compile_count
-    hopper.fwd_kernel(var)
+    hopper.fwd_kernel(run)
     assert hopper.compile_count == n
 
 
@@ -104,3 +109,20 @@ def test_direct_launch_can_be_turned_off(monkeypatch):
     monkeypatch.setenv(hopper.DIRECT_LAUNCH_ENV, "0")
     kern = hopper.CompiledKernel(hopper.fwd_kernel(SUBSET[0]).kernel)
     assert kern.direct is None and kern._launch is kern.kernel
+
+
+def test_l2norm_pass_vectorises_packed_rows_and_not_odd_strides():
+    """The pass loads 16-byte vectors where the token stride allows (an engine's packed qkv rows)
+    and falls back to element loads for an odd stride, which a vector load would misalign."""
+    w = 2 * 16 * 128 + 32 * 128
+    packed = hopper.qk_norm_kernel(16, 128, "bfloat16", (w, w)).get_kernel_source()
+    odd = hopper.qk_norm_kernel(16, 128, "bfloat16", (w + 7, w + 7)).get_kernel_source()
+    assert "*(uint4*)(q + " in packed and "*(uint4*)(k + " in packed
+    assert "*(uint4*)(q + " not in odd and "*(uint4*)(k + " not in odd
+
+
+def test_gating_kernels_compile_for_sm90a():
+    """The gdn_gating kernels vLLM's warm-up builds (exact exp/log: g feeds whole-chunk exponentials)."""
+    for args in hopper.gating_variants(32):
+        src = hopper.gating_kernel(*args).get_kernel_source()
+        assert "expf" in src and "logf" in src

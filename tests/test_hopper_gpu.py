@@ -182,6 +182,10 @@ CASES = [
                                                      l2_in_kernel=True, packed=True), 64),
     # 4800 items (sequence, head, V-block) at V-block 64: every persistent CTA walks ~36 of them
     ("gva4-fp32-vk-300-seqs-bv64", [1 + (37 * i) % 300 for i in range(300)], 2, 8, dict(gmax=2.0), 64),
+    # l2norm pass on an odd token stride (element loads) and on a 1-token batch (compact copies)
+    ("gva2-bf16-vk-l2-odd-stride", SHORT, 2, 4, dict(gmax=3.0, pool_dtype=torch.bfloat16, l2_in_kernel=True,
+                                                      packed=True, extra=7), None),
+    ("gva2-fp32-vk-l2-one-token", [1], 2, 4, dict(gmax=3.0, l2_in_kernel=True, packed=True, skip_every=0), None),
 ]
 
 
@@ -201,7 +205,7 @@ WALK_FORMS = [
     # directions of the deal) or one CTA per item
     ("gva1-fp32-vk-g30-bv128-5ctas", CASES[0], dict(persistent=True, ctas=5)),
     ("gva2-bf16-kv-g3-bv64-7ctas", CASES[1], dict(persistent=True, ctas=7)),
-    ("gva4-bf16-kv-l2-bv64-3ctas", CASES[7], dict(persistent=True, ctas=3)),
+    ("gva4-bf16-kv-l2-bv64-3ctas", CASES[8], dict(persistent=True, ctas=3)),
     ("gva2-fp32-vk-g3-bv64-cta-per-item", CASES[6], dict(persistent=False, ctas=1)),
     ("gva4-fp32-kv-l2-g0.1-bv128-cta-per-item", CASES[2], dict(persistent=False, ctas=1)),
 ]
@@ -217,6 +221,51 @@ def test_walk_forms_match_oracle(tag, base, walk):
     torch.cuda.synchronize()
     bf16_pool = case["pool"].dtype == torch.bfloat16
     check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
+
+
+L2_FORMS = [c for c in CASES if c[4].get("l2_in_kernel")]
+
+
+@skip
+@pytest.mark.parametrize("T_,strided", [(1, False), (300, False), (300, True)])
+def test_gating_kernel_matches_reference(T_, strided):
+    """qla_serve.gdn_gating on the GPU (TileLang) against the same formula in fp64, on a/b as
+    contiguous tensors and as column views of one [T, 2·HV] buffer (vLLM's in_proj_ba form)."""
+    from qla_serve import dispatch, gdn_gating
+
+    gen = torch.Generator().manual_seed(T_ + strided)
+    HV = 32
+    if strided:
+        ba = (4 * torch.randn(T_, 2 * HV, generator=gen)).bfloat16().to(DEV)
+        b, a = ba[:, :HV], ba[:, HV:]
+    else:
+        a = (4 * torch.randn(T_, HV, generator=gen)).bfloat16().to(DEV)
+        b = (4 * torch.randn(T_, HV, generator=gen)).bfloat16().to(DEV)
+    a[0, 0] = 30.0
+    A_log = torch.randn(HV, generator=gen).to(DEV)
+    dt_bias = torch.randn(HV, generator=gen).bfloat16().to(DEV)
+    before = dispatch.calls[("gating", "tilelang")]
+    g, beta = gdn_gating(a, b, A_log, dt_bias)
+    assert dispatch.calls[("gating", "tilelang")] == before + 1
+    x = a.double() + dt_bias.double()
+    g_ref = -torch.exp(A_log.double()) * torch.where(x > 20, x, torch.log1p(torch.exp(x)))
+    assert torch.allclose(g.double(), g_ref, rtol=1e-5, atol=1e-6), (g.double() - g_ref).abs().max()
+    assert torch.allclose(beta.double(), torch.sigmoid(b.double()), rtol=1e-5, atol=1e-6)
+
+
+@skip
+@pytest.mark.parametrize("tag,seqlens,H,HV,kw,block_v", L2_FORMS, ids=[c[0] + "-in-kernel" for c in L2_FORMS])
+def test_l2norm_inside_the_kernels_matches_oracle(tag, seqlens, H, HV, kw, block_v, monkeypatch):
+    """QLA_L2NORM=kernel (the A/B aid): kkt_solve and the walk normalise q/k themselves."""
+    from qla_serve.kernels import hopper
+
+    monkeypatch.setenv(hopper.L2NORM_ENV, "kernel")
+    case = make_case(seqlens, H, HV, seed=case_seed(tag + "-in-kernel"), **kw)
+    pool_before = case["pool"].cpu().clone()
+    out = run_qla(case, block_v=block_v)
+    torch.cuda.synchronize()
+    bf16_pool = case["pool"].dtype == torch.bfloat16
+    check(case, out, pool_before, tag + "-in-kernel", s_tol=8e-3 if bf16_pool else 5e-3)
 
 
 @skip
@@ -238,10 +287,16 @@ def test_no_compile_after_warmup():
 
     variants = hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
                                          has_initial_state=(True,))
+    # SGLang's form: packed q/k/v views, l2norm in the op (its pass and the variant after it)
+    variants += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(True,),
+                                          has_initial_state=(False,), packed_qkv=(True,))
     hopper.warmup(variants, log=None)
     before = hopper.compile_count
     for bv in (64, 128):
         case = make_case([70, 5, 300], 2, 4, gmax=1.0, seed=bv)
+        run_qla(case, block_v=bv)
+        case = make_case([70, 5, 300], 2, 4, gmax=1.0, seed=bv + 1, packed=True, l2_in_kernel=True,
+                         hinit_mode="none")
         run_qla(case, block_v=bv)
     torch.cuda.synchronize()
     assert hopper.compile_count == before

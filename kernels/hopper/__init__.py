@@ -1,5 +1,8 @@
-"""Hopper (sm_90) TileLang GDN prefill: two fused kernels on the engine's state pool.
+"""Hopper (sm_90) TileLang GDN prefill: two fused kernels on the engine's state pool (after a q/k
+l2norm pass when the call asks for l2norm), and the gating kernel of ``qla_serve.gdn_gating``.
 
+    qk_norm.py     (calls asking for l2norm) q, k normalised once per key head into compact buffers
+    gating.py      (``qla_serve.gdn_gating``) g and β from an engine's raw gate inputs
     kkt_solve.py   per (chunk, key head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
                    for the key head's value heads
     fused_fwd.py   per (V block, value head, sequence): warp-specialised state walk + output, state
@@ -7,18 +10,21 @@
     cp.py, cp_combine.py   exact intra-card context parallelism for long sequences with few heads
                    (fused_fwd phases 1 and 3 around a combine kernel)
 
-Entry points used by :mod:`qla_serve.dispatch`: :func:`why_not` and :func:`gdn_prefill_hopper`.
+Entry points used by :mod:`qla_serve.dispatch`: :func:`why_not` and :func:`gdn_prefill_hopper`;
+:func:`gating_why_not` and :func:`gdn_gating_hopper`.
 Warm-up (``qla-serve warmup``): :func:`variants_for_heads` lists the compile-time variants a model
 needs and :func:`warmup` compiles them (into this process's cache and TileLang's disk cache).
 
-Compile-time choices (a *variant*): H, HV, K, V, input dtype, pool dtype, state layout,
-in-kernel q/k l2norm, whether ``has_initial_state`` is given, the V-block width, the scale.
-Sequence lengths, the number of sequences, strides and the pool's row count are dynamic.
+Compile-time choices (a *variant*): H, HV, K, V, input dtype, pool dtype, state layout, q/k
+l2norm (its pass; inside the kernels with ``QLA_L2NORM=kernel``), whether ``has_initial_state`` is
+given, the V-block width, the scale, the token strides (one set per engine's buffer layout).
+Sequence lengths, the number of sequences and the pool's row count and row stride are dynamic.
 Per-batch choices (the V-block width, CP partitions) come from the host plan (:func:`plan_hopper`,
 :func:`cp.plan_cp`): a call with a plan reads nothing back from the device.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -40,6 +46,7 @@ KERNEL_BLOCK_V = (64, 128)  # what fused_fwd compiles (one consumer warpgroup pe
 BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
+L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
 
 _lock = threading.Lock()
 _kernels: dict[tuple, Any] = {}
@@ -68,6 +75,17 @@ class Variant:
     scale: float | None = None         # None: head_k_dim ** -0.5
     packed_qkv: bool = False           # q, k, v are views of one [T, 2·H·K + HV·V] buffer
     strides: tuple[int, ...] | None = None   # explicit token strides (q, k, v, out, g, beta)
+
+    def after_l2norm_pass(self) -> "Variant":
+        """The variant kkt_solve and the walk run when :mod:`qk_norm` has normalised q and k into
+        compact buffers first (this variant's own if it asks for no l2norm, or the kernels do it)."""
+        if not self.use_qk_l2norm or not l2norm_in_pass():
+            return self
+        H, HV, Kd, Vd = self.num_k_heads, self.num_v_heads, self.head_k_dim, self.head_v_dim
+        st = (H * Kd, H * Kd) + self.resolved_strides()[2:]
+        contiguous = (H * Kd, H * Kd, HV * Vd, HV * Vd, HV, HV)
+        return dataclasses.replace(self, use_qk_l2norm=False, packed_qkv=False,
+                                   strides=None if st == contiguous else st)
 
     def resolved_scale(self) -> float:
         return float(self.head_k_dim ** -0.5 if self.scale is None else self.scale)
@@ -160,6 +178,58 @@ def _get(key: tuple, build) -> Any:
     return kern
 
 
+GATE_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+
+
+def gating_kernel(HV: int, ab_dtype: str, a_log_dtype: str, dt_bias_dtype: str, strides: tuple[int, int],
+                  threshold: float):
+    """strides: token strides of a and b."""
+    from . import gating
+
+    strides = tuple(int(x) for x in strides)
+    key = ("gating", HV, ab_dtype, a_log_dtype, dt_bias_dtype, strides, float(threshold))
+    return _get(key, lambda: _compile(gating.build_gating(HV, ab_dtype, a_log_dtype, dt_bias_dtype, strides,
+                                                          float(threshold)), gating.PASS_CONFIGS))
+
+
+def gating_variants(num_v_heads: int, ab_dtypes=("bfloat16",), param_dtypes=("float32", "bfloat16"),
+                    threshold: float = 20.0) -> list[tuple]:
+    """Arguments of :func:`gating_kernel` for compact a/b of these dtypes (warm-up's list; vLLM keeps
+    A_log in fp32 and dt_bias in the model dtype, other engines may differ)."""
+    return [(num_v_heads, ab, pa, pd, (num_v_heads, num_v_heads), threshold)
+            for ab in ab_dtypes for pa in param_dtypes for pd in param_dtypes]
+
+
+def gating_why_not(call: dict[str, Any]) -> str | None:
+    for name in ("a", "b", "A_log", "dt_bias"):
+        x = call[name]
+        if x.dtype not in GATE_DTYPES:
+            return f"the gating kernel takes bf16, fp16 or fp32 {name}, got {x.dtype}"
+    if call["a"].dtype != call["b"].dtype:
+        return "the gating kernel needs a and b of one dtype"
+    for name in ("a", "b"):
+        x = call[name]
+        if x.numel() and x.stride(-1) != 1:
+            return f"the gating kernel needs {name} with a contiguous last dim"
+    for name in ("A_log", "dt_bias"):
+        if call[name].stride(0) != 1:
+            return f"the gating kernel needs a contiguous {name}"
+    return None
+
+
+def gdn_gating_hopper(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
+                      g: torch.Tensor, beta: torch.Tensor, threshold: float) -> None:
+    """g, beta ``[T, HV]`` fp32 from validated inputs (see :func:`qla_serve.gdn_gating`)."""
+    T_, HV = a.shape
+    if T_ == 0:
+        return
+    if T_ == 1:     # a 1-token view's stride is arbitrary; the kernel's is compile-time
+        a, b = a.contiguous(), b.contiguous()
+    kern = gating_kernel(HV, GATE_DTYPES[a.dtype], GATE_DTYPES[A_log.dtype], GATE_DTYPES[dt_bias.dtype],
+                         (_tstride(a, HV), _tstride(b, HV)), threshold)
+    kern(a, b, A_log, dt_bias, g, beta)
+
+
 def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides: tuple[int, int, int]):
     """strides: token strides of k, g, beta."""
     from . import kkt_solve
@@ -168,6 +238,33 @@ def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides
     key = ("kkt", H, HV, K, dtype, bool(use_qk_l2norm), strides)
     return _get(key, lambda: _compile(kkt_solve.build_kkt_solve(H, HV, K, dtype, bool(use_qk_l2norm), strides),
                                       kkt_solve.PASS_CONFIGS))
+
+
+def l2norm_in_pass() -> bool:
+    """Whether calls asking for l2norm run :mod:`qk_norm` first (the default) rather than
+    normalising inside kkt_solve and the walk (``QLA_L2NORM=kernel``, kept for A/B runs: it made
+    calls 1.20–1.44× slower in session 13)."""
+    got = os.environ.get(L2NORM_ENV, "pass")
+    if got not in ("pass", "kernel"):
+        raise ValueError(f"{L2NORM_ENV}={got!r}: expected 'pass' or 'kernel'")
+    return got == "pass"
+
+
+def qk_norm_kernel(H: int, K: int, dtype: str, strides: tuple[int, int]):
+    """strides: token strides of q and k as handed in."""
+    from . import qk_norm
+
+    strides = tuple(int(x) for x in strides)
+    key = ("qk_norm", H, K, dtype, strides)
+    return _get(key, lambda: _compile(qk_norm.build_qk_l2norm(H, K, dtype, strides), qk_norm.PASS_CONFIGS))
+
+
+def qk_norm_kernel_for(var: "Variant"):
+    """The l2norm pass a variant asking for l2norm runs first, or None."""
+    if not var.use_qk_l2norm or not l2norm_in_pass():
+        return None
+    st = var.resolved_strides()
+    return qk_norm_kernel(var.num_k_heads, var.head_k_dim, var.dtype, (st[0], st[1]))
 
 
 def kkt_kernel_for(var: "Variant"):
@@ -257,11 +354,13 @@ def _fwd_kernels(var: Variant) -> None:
 
 
 def build_variant(var: Variant) -> None:
-    """Process-pool entry: compile one variant (the prefill in both walk forms and its CP kernels)
-    into TileLang's disk cache."""
-    kkt_kernel_for(var)
-    _fwd_kernels(var)
-    _cp_kernels(var)
+    """Process-pool entry: compile one variant (its l2norm pass if any, the prefill in both walk
+    forms and its CP kernels) into TileLang's disk cache."""
+    qk_norm_kernel_for(var)
+    run = var.after_l2norm_pass()
+    kkt_kernel_for(run)
+    _fwd_kernels(run)
+    _cp_kernels(run)
 
 
 def warmup(variants: Iterable[Variant], log=print, processes: int | None = None) -> dict[str, float]:
@@ -283,8 +382,9 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
                 f"{time.perf_counter() - t0:.1f} s")
     times: dict[str, float] = {}
     for var in variants:
-        for what, fn in (("kkt", lambda: kkt_kernel_for(var)), ("fwd", lambda: _fwd_kernels(var)),
-                         ("cp", lambda: _cp_kernels(var))):
+        run = var.after_l2norm_pass()
+        for what, fn in (("qk_norm", lambda: qk_norm_kernel_for(var)), ("kkt", lambda: kkt_kernel_for(run)),
+                         ("fwd", lambda: _fwd_kernels(run)), ("cp", lambda: _cp_kernels(run))):
             t0 = time.perf_counter()
             fn()
             dt = time.perf_counter() - t0
@@ -478,6 +578,14 @@ def gdn_prefill_hopper(
         q, k, v, g, beta = (torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in (q, k, v, g, beta))
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    if use_qk_l2norm and T_ > 0 and l2norm_in_pass():
+        # Stage 0: q, k normalised once per key head into compact buffers (qk_norm.py); the kernels
+        # below then run the variant without l2norm.
+        norm = qk_norm_kernel(H, Kd, IN_DTYPES[q.dtype], (_tstride(q, H * Kd), _tstride(k, H * Kd)))
+        qn = torch.empty(T_, H, Kd, dtype=q.dtype, device=q.device)
+        kn = torch.empty(T_, H, Kd, dtype=k.dtype, device=k.device)
+        norm(q, k, qn, kn)
+        q, k, use_qk_l2norm = qn, kn, False
     var = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
                       has_initial_state is not None, choice["block_v"], scale)
     kkt = kkt_kernel_for(var)
