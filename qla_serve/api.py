@@ -1,4 +1,5 @@
-"""The op contract: GDN prefill and decode on an engine's paged recurrent-state pool, in place.
+"""The op contract: GDN prefill and decode on an engine's paged recurrent-state pool, in place, and
+the GDN gating an adapter may hand the prefill (``gdn_gating``).
 
 Every check here runs before any backend touches memory, so a rejected call leaves the pool
 bit-identical. With a plan, validation reads only tensor metadata (shape, dtype, device, strides):
@@ -36,10 +37,10 @@ def _drop_unit_batch(name: str, x: torch.Tensor, dims: int) -> torch.Tensor:
     return x
 
 
-def _same_device(device: torch.device, **tensors: torch.Tensor | None) -> None:
+def _same_device(device: torch.device, first: str = "q", **tensors: torch.Tensor | None) -> None:
     for name, t in tensors.items():
         if t is not None and t.device != device:
-            raise ValueError(f"{name} is on {t.device} but q is on {device}")
+            raise ValueError(f"{name} is on {t.device} but {first} is on {device}")
 
 
 def _check_dtype(name: str, x: torch.Tensor, allowed: tuple[torch.dtype, ...]) -> None:
@@ -247,3 +248,35 @@ def gdn_decode(
         dispatch.run("decode", call)
     result = out if out is not None else out3
     return result.unsqueeze(1) if one_token_dim and result.dim() == 3 else result
+
+
+def gdn_gating(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor, *,
+               softplus_threshold: float = 20.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """GDN's gates from an engine's raw inputs, as :func:`gdn_prefill` takes them:
+    ``g = −exp(A_log) · softplus(a + dt_bias)`` and ``beta = sigmoid(b)`` (vLLM's and FLA's formula;
+    softplus(x) = x above ``softplus_threshold``).
+
+    Args:
+        a, b: ``[T, HV]`` (or ``[1, T, HV]``), bf16/fp16/fp32, contiguous last dim.
+        A_log, dt_bias: ``[HV]``, any float dtype.
+
+    Returns:
+        ``(g, beta)``: ``[T, HV]`` fp32 each.
+    """
+    for name, x in (("a", a), ("b", b), ("A_log", A_log), ("dt_bias", dt_bias)):
+        _tensor(name, x)
+        _check_dtype(name, x, ACTIVATION_DTYPES)
+    a, b = (_drop_unit_batch(n, x, 2) for n, x in (("a", a), ("b", b)))
+    if a.shape != b.shape:
+        raise ValueError(f"b shape {tuple(b.shape)} must equal a shape {tuple(a.shape)}")
+    HV = a.shape[1]
+    for name, x in (("A_log", A_log), ("dt_bias", dt_bias)):
+        if tuple(x.shape) != (HV,):
+            raise ValueError(f"{name} must have shape [{HV}] (a's heads), got {tuple(x.shape)}")
+    _same_device(a.device, "a", b=b, A_log=A_log, dt_bias=dt_bias)
+    g = torch.empty(a.shape, dtype=torch.float32, device=a.device)
+    beta = torch.empty(a.shape, dtype=torch.float32, device=a.device)
+    if a.shape[0]:
+        dispatch.run("gating", dict(a=a, b=b, A_log=A_log, dt_bias=dt_bias, g=g, beta=beta,
+                                    threshold=float(softplus_threshold)))
+    return g, beta

@@ -40,7 +40,8 @@ class ReferenceBackend:
         return None
 
     def run(self, op: str, call: dict[str, Any]) -> None:
-        fn: Callable[..., None] = reference.prefill_reference if op == "prefill" else reference.decode_reference
+        fn: Callable[..., None] = {"prefill": reference.prefill_reference, "decode": reference.decode_reference,
+                                   "gating": reference.gating_reference}[op]
         fn(**call)
 
 
@@ -50,9 +51,9 @@ class TileLangBackend:
     name = "tilelang"
 
     def why_not(self, op: str, call: dict[str, Any]) -> str | None:
-        if op != "prefill":
+        if op not in ("prefill", "gating"):
             return f"qla-serve has no TileLang {op} kernel yet"
-        q = call["q"]
+        q = call["q"] if op == "prefill" else call["a"]
         if q.device.type != "cuda":
             return f"needs a CUDA device, got {q.device.type}"
         index = q.device.index
@@ -63,12 +64,15 @@ class TileLangBackend:
             return "tilelang is not installed (pip install 'qla-serve[tilelang]')"
         from .kernels import hopper
 
-        return hopper.why_not(call)
+        return hopper.why_not(call) if op == "prefill" else hopper.gating_why_not(call)
 
     def run(self, op: str, call: dict[str, Any]) -> None:
         from .kernels import hopper
 
-        hopper.gdn_prefill_hopper(**call)
+        if op == "gating":
+            hopper.gdn_gating_hopper(**call)
+        else:
+            hopper.gdn_prefill_hopper(**call)
 
 
 # Both asked on every call (an engine asks once per layer per step): ``find_spec`` walks sys.path
@@ -105,7 +109,7 @@ def _log_once(op: str, backend: str, reason: str, chosen: str) -> None:
 
 
 def select(op: str, call: dict[str, Any]) -> Backend:
-    """Pick the backend for ``op`` ("prefill" or "decode") given the validated call."""
+    """Pick the backend for ``op`` ("prefill", "decode" or "gating") given the validated call."""
     choice = requested_backend()
     if choice != "auto":
         backend = next(b for b in BACKENDS if b.name == choice)

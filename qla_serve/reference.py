@@ -27,6 +27,15 @@ def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
 
 
+def gating_reference(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
+                     g: torch.Tensor, beta: torch.Tensor, threshold: float) -> None:
+    """``g = −exp(A_log)·softplus(a + dt_bias)`` (softplus(x) = x above ``threshold``), ``beta =
+    sigmoid(b)``, fp32 math, written into ``g`` and ``beta``."""
+    x = a.float() + dt_bias.float()
+    g.copy_(-A_log.float().exp() * torch.nn.functional.softplus(x, beta=1.0, threshold=threshold))
+    beta.copy_(torch.sigmoid(b.float()))
+
+
 def pool_to_kv(rows: torch.Tensor, state_layout: str) -> torch.Tensor:
     """Pool rows ``[..., HV, V, K]`` ("vk") or ``[..., HV, K, V]`` ("kv") → math layout [..., K, V]."""
     return rows.transpose(-1, -2) if state_layout == "vk" else rows

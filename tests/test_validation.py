@@ -210,3 +210,43 @@ def test_plan_without_indices_still_checks_host_indices():
     with pytest.raises(ValueError, match="slot 4 is given to sequences 0 and 2"):
         gdn_prefill(q, k, v, g, beta, **args)
     assert torch.equal(pool, before)
+
+
+def _gating_oracle(a, b, A_log, dt_bias, threshold=20.0):
+    """fp64, written out: g = −exp(A_log)·softplus(a + dt_bias) (x above the threshold), β = sigmoid(b)."""
+    x = a.double() + dt_bias.double()
+    sp = torch.where(x > threshold, x, torch.log1p(torch.exp(x)))
+    return -torch.exp(A_log.double()) * sp, 1.0 / (1.0 + torch.exp(-b.double()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_gating_matches_its_formula(dtype):
+    from qla_serve import gdn_gating
+
+    gen = torch.Generator().manual_seed(11)
+    T, HV = 37, 8
+    a = (4 * torch.randn(T, HV, generator=gen)).to(dtype)
+    a[0, 0] = 30.0                      # above the softplus threshold: g = −exp(A_log)·x
+    b = (3 * torch.randn(T, HV, generator=gen)).to(dtype)
+    A_log, dt_bias = torch.randn(HV, generator=gen), torch.randn(HV, generator=gen).to(dtype)
+    g, beta = gdn_gating(a, b, A_log, dt_bias)
+    assert g.dtype == beta.dtype == torch.float32 and g.shape == beta.shape == (T, HV)
+    g_ref, b_ref = _gating_oracle(a, b, A_log, dt_bias)
+    assert torch.allclose(g.double(), g_ref, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(beta.double(), b_ref, rtol=1e-5, atol=1e-6)
+    g1, _ = gdn_gating(a[None], b[None], A_log, dt_bias)           # FLA's leading 1 is accepted
+    assert torch.equal(g1, g)
+
+
+def test_bad_gating_input_is_named():
+    from qla_serve import gdn_gating
+
+    a, b, p = torch.randn(4, 8), torch.randn(4, 8), torch.randn(8)
+    with pytest.raises(ValueError, match="b shape"):
+        gdn_gating(a, b[:, :4], p, p)
+    with pytest.raises(ValueError, match=r"dt_bias must have shape \[8\]"):
+        gdn_gating(a, b, p, p[:4])
+    with pytest.raises(TypeError, match="A_log dtype"):
+        gdn_gating(a, b, p.long(), p)
+    with pytest.raises(TypeError, match="a must be a torch.Tensor"):
+        gdn_gating(a.tolist(), b, p, p)
