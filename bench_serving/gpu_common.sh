@@ -26,7 +26,8 @@ warm() {
   "$PY" -m qla_serve.cli info 2>&1 | tee "$OUT/qla-serve-info.txt" | tail -12 || true
   [ "${QLA_WARMUP:-1}" = 1 ] || return 0
   local t0=$SECONDS
-  # The variants vLLM's adapter hits (contiguous q/k/v, has_initial_state, no in-kernel l2norm),
+  # The variants vLLM's adapter hits (q/k/v views of the conv output, the op's l2norm pass,
+  # has_initial_state, the gdn_gating kernels),
   # both pool dtypes (vLLM's ssm cache is the model dtype unless --mamba-ssm-cache-dtype), built in
   # one pool of one process per core. gpu_prep.sh does this for every shape at once.
   "$PY" -m qla_serve.cli warmup --config "$1/config.json" --tp "$TP" --engine vllm 2>&1 | tail -5 \

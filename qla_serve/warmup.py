@@ -24,15 +24,27 @@ def variants_for(config: dict, tp_sizes: list[int] | None = None) -> list[tuple[
 
 POOL_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16"}
 
-# The variant axes each engine adapter can hit (``hopper.variants_for_heads`` keywords). vLLM's
-# adapter hands contiguous q/k/v from vLLM's ``fused_post_conv_prep`` (already l2-normalised) and a
-# ``has_initial_state`` vector; SGLang's hands views of its packed qkv buffer, asks for in-kernel
-# l2norm and passes no ``has_initial_state``. ``all`` is the union (twice the variants and more).
+# The variant axes each engine adapter can hit (``hopper.variants_for_heads`` keywords). Both hand
+# q/k/v as views of their packed qkv buffer and ask the op to l2-normalise q/k; vLLM's adapter
+# passes a ``has_initial_state`` vector and its gates come from ``qla_serve.gdn_gating``
+# (:data:`GATING_ENGINES`); SGLang's passes no ``has_initial_state``. ``all`` is the union with
+# contiguous inputs and no l2norm (four times the variants).
 ENGINE_AXES = {
-    "vllm": dict(use_qk_l2norm=(False,), has_initial_state=(True,), packed_qkv=(False,)),
+    "vllm": dict(use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,)),
     "sglang": dict(use_qk_l2norm=(True,), has_initial_state=(False,), packed_qkv=(True,)),
     "all": {},
 }
+GATING_ENGINES = ("vllm", "all")
+
+
+def _gating_kernels(hopper, num_v_heads: int, engine: str) -> int:
+    """Compile or load the ``gdn_gating`` kernels an engine's adapter calls; returns how many."""
+    if engine not in GATING_ENGINES:
+        return 0
+    args = hopper.gating_variants(num_v_heads)
+    for a in args:
+        hopper.gating_kernel(*a)
+    return len(args)
 
 
 def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, compile_only: bool = False,
@@ -58,6 +70,8 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
     variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **ENGINE_AXES[engine])]
     # One pool for every head count: the builds of all of them run side by side.
     hopper.warmup(variants, processes=processes or os.cpu_count())
+    for hv in sorted({hv for _, hv in heads}):
+        _gating_kernels(hopper, hv, engine)
     print(f"heads {', '.join(f'{h}/{hv}' for h, hv in heads)} ({engine}): {len(variants)} variants ready")
     print(f"warm-up done in {time.perf_counter() - t0:.1f} s ({hopper.compile_count} kernels built or loaded)")
     return 0
@@ -103,6 +117,7 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
         t0 = time.perf_counter()
         with torch.cuda.device(device):
             hopper.warmup(variants, log=None)
+            _gating_kernels(hopper, num_v_heads, engine)
         dt = time.perf_counter() - t0
     except Exception as exc:  # kernels then load on first use: never fail a server for this
         return f"failed: {exc!r}"[:300]

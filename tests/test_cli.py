@@ -76,12 +76,15 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     monkeypatch.setattr(warmup, "_preloaded", set())
     seen = []
     monkeypatch.setattr(hopper, "warmup", lambda variants, log=None, processes=None: seen.append((list(variants), processes)))
+    gates = []
+    monkeypatch.setattr(hopper, "gating_kernel", lambda *a: gates.append(a))
     logged = []
     assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
     (variants, processes), = seen
     assert processes is None          # in-process: no worker pool inside an engine's worker
     assert {(v.num_k_heads, v.num_v_heads, v.pool_dtype, v.use_qk_l2norm, v.has_initial_state, v.packed_qkv)
-            for v in variants} == {(2, 8, "bfloat16", False, True, False)}
+            for v in variants} == {(2, 8, "bfloat16", True, True, True)}   # views of vLLM's conv output
+    assert gates == hopper.gating_variants(8)     # the gdn_gating kernels the adapter calls
     assert sorted(v.block_v for v in variants) == sorted(hopper.BLOCK_V_CHOICES)
     assert len(logged) == 1 and "2/8" in logged[0] and "bfloat16" in logged[0]
     # once per process: a second call (every later profiling run / extend) does nothing
@@ -102,3 +105,25 @@ def test_info_probe_is_a_call_the_hopper_kernel_takes():
     from qla_serve.kernels import hopper
 
     assert hopper.why_not(dispatch.info_probe(torch.device("cpu"))) is None
+
+
+def test_l2norm_variants_run_the_pass_then_the_plain_kernels(monkeypatch):
+    """A variant asking for l2norm runs qk_norm first, then kkt_solve and the walk of the variant
+    without l2norm on compact q, k (v, out, g, beta as handed in): for vLLM-style contiguous
+    inputs that is the plain contiguous variant, for SGLang's packed views one with v's stride."""
+    from qla_serve.kernels import hopper
+
+    H, HV = 16, 32
+    w = 2 * H * 128 + HV * 128
+    contiguous = hopper.Variant(H, HV, use_qk_l2norm=True)
+    packed = hopper.Variant(H, HV, use_qk_l2norm=True, packed_qkv=True, has_initial_state=False)
+    assert contiguous.after_l2norm_pass() == hopper.Variant(H, HV)
+    run = packed.after_l2norm_pass()
+    assert not run.use_qk_l2norm and not run.packed_qkv
+    assert run.resolved_strides() == (H * 128, H * 128, w, HV * 128, HV, HV)
+    assert hopper.Variant(H, HV).after_l2norm_pass() == hopper.Variant(H, HV)
+    monkeypatch.setenv(hopper.L2NORM_ENV, "kernel")            # A/B aid: l2norm inside the kernels
+    assert packed.after_l2norm_pass() == packed
+    monkeypatch.setenv(hopper.L2NORM_ENV, "fast")
+    with pytest.raises(ValueError, match="QLA_L2NORM"):
+        hopper.l2norm_in_pass()

@@ -6,6 +6,7 @@ in this file, so ``layer.py`` reads as one sequence: vLLM's convolution → vLLM
 """
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,6 +17,7 @@ from vllm.platforms import current_platform
 
 IS_CPU = current_platform.is_cpu()
 IS_CUDA = current_platform.is_cuda()
+PREP_ENV = "QLA_VLLM_PREP"   # "vllm": vLLM's fused_post_conv_prep instead of views + gdn_gating (A/B aid)
 
 
 def platform_why_not(layer) -> str | None:
@@ -168,22 +170,35 @@ def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices
 
 
 def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
-    """vLLM's own prep → ``(q, k, v, g, beta, l2norm_in_op)``; q/k/v are views with contiguous rows."""
+    """``(q, k, v, g, beta, l2norm_in_op)``: q/k/v are views of the conv output (rows of
+    ``[q | k | v]``), l2-normalised by the op.
+
+    CUDA: the gates come from ``qla_serve.gdn_gating``. vLLM's own ``fused_post_conv_prep`` would
+    also normalise q/k, but it copies all of q, k and v to do it (2·(2·H·K + HV·V) bytes a token
+    moved); the op's normalising pass moves q and k only (``QLA_VLLM_PREP=vllm`` keeps vLLM's prep,
+    for A/B runs). CPU: vLLM's CPU gating op; qla-serve's reference normalises q/k."""
+    H, HV = layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size
+    Kd, Vd = layer.head_k_dim, layer.head_v_dim
+    if IS_CUDA and os.environ.get(PREP_ENV, "qla") == "vllm":
+        from vllm.third_party.flash_linear_attention.ops import fused_post_conv_prep
+
+        q, k, v, g, beta = fused_post_conv_prep(
+            conv_output=conv_out, a=a, b=b, A_log=layer.A_log, dt_bias=layer.dt_bias, num_k_heads=H,
+            head_k_dim=Kd, head_v_dim=Vd, apply_l2norm=True, output_g_exp=False)
+        return q, k, v, g, beta, False
+    q = conv_out[:, :H * Kd].unflatten(1, (H, Kd))
+    k = conv_out[:, H * Kd:2 * H * Kd].unflatten(1, (H, Kd))
+    v = conv_out[:, 2 * H * Kd:2 * H * Kd + HV * Vd].unflatten(1, (HV, Vd))
     if IS_CPU:
         from vllm import _custom_ops as ops
 
-        q, k, v = layer.rearrange_mixed_qkv(conv_out)  # [1, T, H, K] views of one buffer
         g, beta = ops.fused_gdn_gating_cpu(A_log=layer.A_log, a=a.contiguous(), b=b.contiguous(),
                                            dt_bias=layer.dt_bias)
-        return q, k, v, g, beta, True  # vLLM's CPU kernel l2-normalises q, k inside: so does qla
+        return q, k, v, g, beta, True
+    from qla_serve import gdn_gating
 
-    from vllm.third_party.flash_linear_attention.ops import fused_post_conv_prep
-
-    q, k, v, g, beta = fused_post_conv_prep(
-        conv_output=conv_out, a=a, b=b, A_log=layer.A_log, dt_bias=layer.dt_bias,
-        num_k_heads=layer.num_k_heads // layer.tp_size, head_k_dim=layer.head_k_dim,
-        head_v_dim=layer.head_v_dim, apply_l2norm=True, output_g_exp=False)
-    return q, k, v, g, beta, False
+    g, beta = gdn_gating(a, b, layer.A_log, layer.dt_bias)
+    return q, k, v, g, beta, True
 
 
 def state_pool(layer) -> tuple[torch.Tensor, str]:
