@@ -1,7 +1,7 @@
 """vLLM's own per-platform pieces the adapter calls around the qla-serve op (no math here).
 
 Everything that depends on the platform (CUDA vs vLLM's CPU build) or on the vLLM release lives
-in this file, so ``layer.py`` reads as one sequence: vLLM's convolution → vLLM's gating prep →
+in this file, so ``layer.py`` reads as one sequence: vLLM's convolution → the gates →
 ``qla_serve.gdn_prefill`` on vLLM's state cache.
 """
 from __future__ import annotations
@@ -130,7 +130,7 @@ def conv_metadata(cu_seqlens_cpu: torch.Tensor, device: torch.device, vllm_md: A
 
 
 # ----------------------------------------------------------------------------------------------
-# Inputs: vLLM's causal conv (updates vLLM's conv state in place) and gating prep
+# Inputs: vLLM's causal conv (updates vLLM's conv state in place), q/k/v views and the gates
 # ----------------------------------------------------------------------------------------------
 def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices: torch.Tensor,
                  has_initial_state: torch.Tensor, conv_md: Any) -> torch.Tensor:

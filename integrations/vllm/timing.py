@@ -8,7 +8,7 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
      "decode_tokens", "step_ms", ...notes}
 
 * ``gdn_ms``: sum over the step's GDN layers of the time inside the layer's core (causal conv,
-  gating prep and the chunked recurrence, plus the step's decode tokens when the step mixes
+  gates (and q/k/v prep) and the chunked recurrence, plus the step's decode tokens when the step mixes
   them) — the part a GDN prefill kernel can move. CPU: ``time.perf_counter``; CUDA: a pair of
   CUDA events per layer, read later with ``Event.query()`` (no synchronisation added).
 * ``host_ms``: host time the same layer cores took to enqueue their work (``perf_counter``). Where
