@@ -19,7 +19,7 @@ from typing import Sequence
 
 import torch
 
-from .plan import PrefillPlan
+from .plan import PrefillPlan, plan_prefill
 
 
 def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -72,29 +72,28 @@ def _host_list(x: torch.Tensor | None, n: int, default) -> list:
     return x.tolist()  # a sync on GPU: the reference backend is the portable path
 
 
-def prefill_reference(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
-    state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
-    plan: PrefillPlan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
-    null_slot: int | None, checkpoints: torch.Tensor | None,
-) -> None:
-    """Reference backend for :func:`qla_serve.gdn_prefill` (validated 3-D inputs; writes out, pool).
+def _one_step(q, k, v, g, beta, S, ids, scale: float, use_qk_l2norm: bool) -> torch.Tensor:
+    """One recurrence step for the sequences ``ids`` (one token each; their rows of q/k/v/g/beta):
+    ``S ← e^g S + k uᵀ`` with ``u = β (v − Sᵀ k)`` on the decayed S, output ``Sᵀ q · scale``. Updates
+    ``S[ids]``; returns ``[n, HV, V]`` fp32 (what a one-token chunk computes)."""
+    hv = v.shape[1]
+    qf, kf, vf = q.float(), k.float(), v.float()
+    if use_qk_l2norm:
+        qf, kf = l2norm(qf), l2norm(kf)
+    rep = hv // qf.shape[1]
+    qf, kf = qf.repeat_interleave(rep, 1) * scale, kf.repeat_interleave(rep, 1)
+    Sn = S[ids] * torch.exp(g.float())[..., None, None]
+    u = beta.float()[..., None] * (vf - torch.einsum("nhkv,nhk->nhv", Sn, kf))
+    Sn = Sn + kf[..., None] * u[..., None, :]
+    S[ids] = Sn
+    return torch.einsum("nhkv,nhk->nhv", Sn, qf)
 
-    All chunks of all sequences are packed into one [NT, HV, C, ...] batch for the intra-chunk
-    algebra; the serial state walk then advances every sequence's j-th chunk together.
-    """
-    dev, C, N, NT = q.device, plan.chunk_size, plan.num_seqs, plan.num_chunks
-    hv, Kd, Vd = v.shape[1], k.shape[-1], v.shape[-1]
-    slots = _host_list(state_indices, N, -1)
-    has_init = _host_list(has_initial_state, N, True)
-    live = [s >= 0 and (null_slot is None or s != null_slot) for s in slots]
-    reads = [i for i in range(N) if live[i] and has_init[i]]
 
-    S = torch.zeros(N, hv, Kd, Vd, device=dev)
-    if reads:
-        rows = torch.tensor([slots[i] for i in reads], device=dev)
-        S[torch.tensor(reads, device=dev)] = pool_to_kv(state_pool[rows], state_layout).float()
-
+def _chunked(q, k, v, g, beta, S, plan: PrefillPlan, scale: float, use_qk_l2norm: bool, out: torch.Tensor,
+             checkpoints: torch.Tensor | None, state_layout: str) -> None:
+    """The chunked algebra and walk for every sequence of ``plan`` (``S`` indexed like its sequences)."""
+    dev, C, NT = q.device, plan.chunk_size, plan.num_chunks
+    hv, Vd = v.shape[1], v.shape[-1]
     if NT:
         tok, valid, walk = _chunk_layout(plan, dev)
         mask = valid.float()
@@ -139,6 +138,54 @@ def prefill_reference(
         o = o.transpose(1, 2).reshape(NT * C, hv, Vd)
         flat_valid = valid.flatten()
         out.index_copy_(0, tok.flatten()[flat_valid], o[flat_valid].to(out.dtype))
+
+
+def prefill_reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
+    state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
+    plan: PrefillPlan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
+    null_slot: int | None, checkpoints: torch.Tensor | None,
+) -> None:
+    """Reference backend for :func:`qla_serve.gdn_prefill` (validated 3-D inputs; writes out, pool).
+
+    All chunks of all sequences are packed into one [NT, HV, C, ...] batch for the intra-chunk
+    algebra; the serial state walk then advances every sequence's j-th chunk together. One-token
+    sequences (an engine's decodes riding in a prefill call) take one recurrence step instead: as
+    chunks each would cost a whole 64-token chunk's algebra (session 13: vLLM's mixed CPU steps went
+    from 32 to 50 ms of GDN time per step that way).
+    """
+    dev, N = q.device, plan.num_seqs
+    hv, Kd, Vd = v.shape[1], k.shape[-1], v.shape[-1]
+    slots = _host_list(state_indices, N, -1)
+    has_init = _host_list(has_initial_state, N, True)
+    live = [s >= 0 and (null_slot is None or s != null_slot) for s in slots]
+    reads = [i for i in range(N) if live[i] and has_init[i]]
+
+    S = torch.zeros(N, hv, Kd, Vd, device=dev)
+    if reads:
+        rows = torch.tensor([slots[i] for i in reads], device=dev)
+        S[torch.tensor(reads, device=dev)] = pool_to_kv(state_pool[rows], state_layout).float()
+
+    single = [i for i, n in enumerate(plan.seqlens) if n == 1] if checkpoints is None else []
+    if not single:
+        _chunked(q, k, v, g, beta, S, plan, scale, use_qk_l2norm, out, checkpoints, state_layout)
+    else:
+        cu_list = plan.cu_seqlens_cpu.tolist()
+        ones = torch.tensor(single, device=dev)
+        at = torch.tensor([cu_list[i] for i in single], device=dev)
+        out[at] = _one_step(q[at], k[at], v[at], g[at], beta[at], S, ones, scale, use_qk_l2norm).to(out.dtype)
+        multi = [i for i, n in enumerate(plan.seqlens) if n != 1]
+        if multi:
+            lens = [plan.seqlens[i] for i in multi]
+            rows = torch.cat([torch.arange(cu_list[i], cu_list[i + 1]) for i in multi]).to(dev)
+            sub = plan_prefill(torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32), device=dev)
+            ids = torch.tensor(multi, device=dev)
+            S_multi = S[ids]
+            out_multi = torch.empty(rows.shape[0], hv, Vd, dtype=out.dtype, device=dev)
+            _chunked(q[rows], k[rows], v[rows], g[rows], beta[rows], S_multi, sub, scale, use_qk_l2norm,
+                     out_multi, None, state_layout)
+            S[ids] = S_multi
+            out[rows] = out_multi
 
     cu = plan.cu_seqlens_cpu.tolist()
     offs_cpu = plan.chunk_offsets_cpu.tolist()

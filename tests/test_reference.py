@@ -63,6 +63,15 @@ def test_fp32_inputs_tight():
     _check_call([33, 1, 129], 1, 2, dtype=torch.float32, has_init=[True, True, False])
 
 
+@pytest.mark.parametrize("use_qk_l2norm", [False, True])
+def test_one_token_sequences_beside_chunks(use_qk_l2norm):
+    """vLLM's mixed steps: decodes first as one-token sequences (one recurrence step each in the
+    reference), then prefill chunks; null and negative slots among both; fp32 inputs, tight."""
+    _check_call([1, 1, 1, 1, 130, 65, 1], 2, 8, dtype=torch.float32, use_qk_l2norm=use_qk_l2norm,
+                slots_for=[3, 0, 5, -1, 7, 9, 11], null_slot=0, has_init=[True, True, False, True, False, True, True])
+    _check_call([1, 1, 1], 1, 2, dtype=torch.float32, use_qk_l2norm=use_qk_l2norm)   # a decode-only call
+
+
 def test_null_and_negative_slots_skipped():
     # vLLM: slot 0 is the null block; SGLang: negative indices are padding.
     _check_call([5, 70, 9, 1], 2, 4, slots_for=[3, 0, -1, 4], null_slot=0, has_init=[True, True, True, False])
