@@ -110,7 +110,7 @@ def main() -> None:
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(True,),
                                         has_initial_state=(False,), packed_qkv=(True,))
         in_kernel = list(dict.fromkeys(v for v in vs if v.use_qk_l2norm and v.num_k_heads == 2))
-    vs = list(dict.fromkeys(vs))
+    vs = list(dict.fromkeys(form for v in vs for form in v.call_forms()))   # + each one's 1-token form
     print(f"{len(vs)} variants → {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=args.processes, mp_context=mp.get_context("spawn")) as ex:

@@ -151,8 +151,8 @@ def prefill_reference(
     All chunks of all sequences are packed into one [NT, HV, C, ...] batch for the intra-chunk
     algebra; the serial state walk then advances every sequence's j-th chunk together. One-token
     sequences (an engine's decodes riding in a prefill call) take one recurrence step instead: as
-    chunks each would cost a whole 64-token chunk's algebra (session 13: vLLM's mixed CPU steps went
-    from 32 to 50 ms of GDN time per step that way).
+    chunks each would cost a whole 64-token chunk's algebra (CPU machine, heads 2/4: 15 decodes
+    beside a 497-token chunk took 22 ms a call that way, 11 ms this way).
     """
     dev, N = q.device, plan.num_seqs
     hv, Kd, Vd = v.shape[1], k.shape[-1], v.shape[-1]

@@ -122,6 +122,9 @@ def test_l2norm_variants_run_the_pass_then_the_plain_kernels(monkeypatch):
     assert not run.use_qk_l2norm and not run.packed_qkv
     assert run.resolved_strides() == (H * 128, H * 128, w, HV * 128, HV, HV)
     assert hopper.Variant(H, HV).after_l2norm_pass() == hopper.Variant(H, HV)
+    # A 1-token batch runs on compact copies: warm-up builds that form of every packed variant too
+    assert packed.call_forms()[1].after_l2norm_pass() == hopper.Variant(H, HV, has_initial_state=False)
+    assert contiguous.call_forms() == (contiguous,)
     monkeypatch.setenv(hopper.L2NORM_ENV, "kernel")            # A/B aid: l2norm inside the kernels
     assert packed.after_l2norm_pass() == packed
     monkeypatch.setenv(hopper.L2NORM_ENV, "fast")

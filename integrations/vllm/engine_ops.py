@@ -17,7 +17,9 @@ from vllm.platforms import current_platform
 
 IS_CPU = current_platform.is_cpu()
 IS_CUDA = current_platform.is_cuda()
-PREP_ENV = "QLA_VLLM_PREP"   # "vllm": vLLM's fused_post_conv_prep instead of views + gdn_gating (A/B aid)
+# "vllm": vLLM's fused_post_conv_prep instead of views + gdn_gating (A/B aid; the contiguous variants
+# it then needs are not preloaded: they load, or compile, at first use)
+PREP_ENV = "QLA_VLLM_PREP"
 
 
 def platform_why_not(layer) -> str | None:

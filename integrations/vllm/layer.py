@@ -9,9 +9,10 @@ When selected, one seam splits each step of a GDN layer (``_forward_core``):
   profiling run, or else the first prefill, also loads qla-serve's kernels for this layer's
   shapes, once per worker: ``qla_serve.warmup.preload``);
 * a step with prefills → all its tokens in one pass: vLLM's causal conv over the whole batch,
-  the gates from ``qla_serve.gdn_gating``, then one ``qla_serve.gdn_prefill`` call on q/k/v as
-  views of the conv output (the op l2-normalises q/k; CPU: vLLM's CPU gating op), in which the step's decode requests (vLLM
-  puts them first) are one-token sequences beside the prefill chunks. It reads and writes vLLM's
+  the gates from ``qla_serve.gdn_gating`` (CPU: vLLM's CPU gating op), then one
+  ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output (the op l2-normalises q/k),
+  in which the step's decode requests (vLLM puts them first) are one-token sequences beside the
+  prefill chunks. It reads and writes vLLM's
   state cache in place by ``non_spec_state_indices_tensor`` (``has_initial_state``; null block
   0 → ``null_slot=0``), with a plan the metadata builder made from vLLM's CPU-side
   ``query_start_loc`` (no device→host sync). vLLM's own core runs such a step as two paths (the

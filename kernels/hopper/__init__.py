@@ -87,6 +87,14 @@ class Variant:
         return dataclasses.replace(self, use_qk_l2norm=False, packed_qkv=False,
                                    strides=None if st == contiguous else st)
 
+    def call_forms(self) -> tuple["Variant", ...]:
+        """The variants a model's calls of this form run: itself and, for packed or strided token
+        rows, the compact form that a 1-token batch runs on (``gdn_prefill_hopper`` copies such a
+        batch: a size-1 dim's stride is arbitrary). Warm-up builds both."""
+        if not self.packed_qkv and self.strides is None:
+            return (self,)
+        return (self, dataclasses.replace(self, packed_qkv=False, strides=None))
+
     def resolved_scale(self) -> float:
         return float(self.head_k_dim ** -0.5 if self.scale is None else self.scale)
 
@@ -368,8 +376,9 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
     finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load.
 
     ``processes`` > 1 first builds the variants in that many worker processes (each compile runs nvcc
-    on one core), then loads them here from the disk cache (~0.4 s each)."""
-    variants = list(variants)
+    on one core), then loads them here from the disk cache (~0.4 s each). Each variant brings its
+    1-token form (:meth:`Variant.call_forms`)."""
+    variants = list(dict.fromkeys(form for var in variants for form in var.call_forms()))
     if processes and processes > 1 and len(variants) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
