@@ -315,6 +315,17 @@ def _mean_of(recs: list[dict], key: str) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
+def _layer_split(recs: list[dict], part: int) -> list[dict]:
+    """Per step, the first GDN layer's ms (part 0) or the mean of the other layers' (part 1); steps
+    traced before per-layer figures existed give nothing."""
+    out = []
+    for r in recs:
+        lm = r.get("layer_ms") or []
+        if len(lm) >= 2:
+            out.append({"x": lm[0] if part == 0 else statistics.fmean(lm[1:])})
+    return out
+
+
 def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None) -> dict:
     """GDN figures of the prefill steps that began inside [t0, t1] (one value per worker, averaged)."""
     per_pid: dict[int, list[dict]] = {}
@@ -337,6 +348,10 @@ def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None
                      "builder_ms_per_step": _mean_of(recs, "builder_ms"),
                      # host ms the GDN cores took to enqueue per step (close to gdn_ms: launch-bound)
                      "gdn_host_ms_per_step": _mean_of(recs, "host_ms"),
+                     # the step's first GDN layer against the mean of the others: where the first
+                     # reads much more, its GPU waited for the host (nothing was queued ahead of it)
+                     "first_layer_ms_per_step": _mean_of(_layer_split(recs, 0), "x"),
+                     "other_layers_ms_per_step": _mean_of(_layer_split(recs, 1), "x"),
                      "backend_path": sorted({r["backend"] for r in recs})})
     out = {"workers": len(rows)}
     for k in rows[0]:
@@ -372,10 +387,10 @@ def markdown(report: dict) -> str:
     head = "| backend | workload | reqs | fail | " + " | ".join(
         f"{m.split('_')[0].upper()} p{p}" for m in METRICS for p in PCTS) + " |"
     lat = [head, "|" + "---|" * (4 + len(METRICS) * len(PCTS))]
-    gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | its host ms/step | step ms | GDN share of step | "
-           "GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | qla-serve builder ms/step | "
-           "prefix-cache hit tokens |",
-           "|" + "---|" * 12]
+    gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | its host ms/step | first layer / other layers ms | "
+           "step ms | GDN share of step | GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | "
+           "qla-serve builder ms/step | prefix-cache hit tokens |",
+           "|" + "---|" * 13]
     for b, w, s in cells(report):
         lat.append(f"| {b} | {w} | {s['requests']} | {s['failed']} | " + " | ".join(
             fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
@@ -383,6 +398,7 @@ def markdown(report: dict) -> str:
         pct = lambda x: fmt(None if x is None else 100 * x, ".1f") + ("%" if x is not None else "")  # noqa: E731
         gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('gdn_host_ms_per_step'), '.2f')} | "
+                   f"{fmt(g.get('first_layer_ms_per_step'), '.2f')} / {fmt(g.get('other_layers_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
                    f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
                    f"{s.get('qla_calls', '-') if base_of(b) in QLA_BACKENDS else '-'} | "
@@ -439,7 +455,9 @@ The plugin's layer times the GDN core (causal conv + gating prep + chunked recur
 layers of a step) on every engine step that carries prefill tokens, for every backend
 (`QLA_VLLM_STEP_TIMING`; CUDA events on GPU, perf_counter on CPU). "its host ms" is the host time
 the same cores took to enqueue their work: where it comes close to the GDN ms, the GPU waited for
-the host and the step is launch-bound. "step ms" is the interval
+the host and the step is launch-bound. "first layer / other layers" splits it per layer: the
+step's first GDN layer against the mean of the others (a first layer that reads its host time
+found no GPU work queued ahead of it). "step ms" is the interval
 between consecutive steps (forward + scheduling; with full CUDA graphs decode-only steps are not
 seen, so it can be an overestimate). "share of TTFT" = GDN time of the window's prefill steps /
 summed TTFT, for concurrency-1 workloads; "share of wall" = GDN time / the workload's wall time.

@@ -14,6 +14,9 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
 * ``host_ms``: host time the same layer cores took to enqueue their work (``perf_counter``). Where
   it is close to ``gdn_ms`` the GPU was waiting for the host: the step is launch-bound, and a
   faster kernel cannot show there.
+* ``layer_ms`` / ``layer_host_ms``: the same two figures per GDN layer, in call order. A layer whose
+  GPU found nothing queued ahead of it (the step's first, when the host is not ahead) reads its
+  host time; the others read their kernels' time.
 * ``t``: ``time.time()`` at the step's first GDN layer (the runner assigns steps to workloads);
   ``step_ms``: interval from this step's first GDN layer to the next step's first GDN layer. In
   eager mode that is the engine's step time (forward + scheduling); steps replayed as full CUDA
@@ -85,6 +88,7 @@ class StepTimer:
             return
         cur["parts"].append(part)
         cur["host_ms"] = cur.get("host_ms", 0.0) + host_ms
+        cur.setdefault("layer_host_ms", []).append(round(host_ms, 4))
         cur.setdefault("backend", backend)
         cur.setdefault("prefills", int(md.num_prefills))
         cur.setdefault("prefill_tokens", int(md.num_prefill_tokens))
@@ -97,9 +101,11 @@ class StepTimer:
             if any(not isinstance(p, float) and not p[1].query() for p in parts):
                 keep.append(rec)
                 continue
-            ms = sum(p if isinstance(p, float) else p[0].elapsed_time(p[1]) for p in parts)
+            layer_ms = [p if isinstance(p, float) else p[0].elapsed_time(p[1]) for p in parts]
             line = {"pid": os.getpid(), "backend": rec.get("backend"), "step": rec["step"], "t": rec["t"],
-                    "gdn_ms": ms, "layers": len(parts), "prefills": rec.get("prefills"),
+                    "gdn_ms": sum(layer_ms), "layers": len(parts),
+                    "layer_ms": [round(x, 4) for x in layer_ms], "layer_host_ms": rec.get("layer_host_ms"),
+                    "prefills": rec.get("prefills"),
                     "prefill_tokens": rec.get("prefill_tokens"), "decode_tokens": rec.get("decode_tokens"),
                     "step_ms": rec["step_ms"], "host_ms": rec.get("host_ms"), **rec.get("notes", {})}
             with open(self.path, "a") as f:

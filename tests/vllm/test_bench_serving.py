@@ -40,6 +40,8 @@ def test_runner_cpu_smoke(tiny_model_dir, tmp_path, capsys):
             g = s["gdn"]
             assert g["steps"] > 0 and g["gdn_ms_per_step"] > 0, (b, w, g)
             assert 0 < g["share_of_step"] < 1, (b, w, g)
+            # three GDN layers a step: the first layer's time and the mean of the other two
+            assert g["first_layer_ms_per_step"] > 0 and g["other_layers_ms_per_step"] > 0, (b, w, g)
             assert g["backend_path"] == (["qla"] if b == "qla" else ["vllm"])
     assert report["cells"]["qla"]["prompt-256-c1"]["qla_calls"] > 0
     assert 0 < report["cells"]["qla"]["prompt-256-c1"]["gdn"]["share_of_ttft"] < 1
