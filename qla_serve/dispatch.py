@@ -66,6 +66,18 @@ class TileLangBackend:
 
         return hopper.why_not(call) if op == "prefill" else hopper.gating_why_not(call)
 
+    def prepare(self, plan: Any, num_v_heads: int, head_v_dim: int) -> None:
+        """The Hopper path's plan-only work, ahead of the call (see ``hopper.prepare_plan``);
+        nothing where its kernels would not run."""
+        dev = plan.device
+        if dev.type != "cuda" or not _tilelang_installed():
+            return
+        if _capability(torch.cuda.current_device() if dev.index is None else dev.index) != (9, 0):
+            return
+        from .kernels import hopper
+
+        hopper.prepare_plan(plan, num_v_heads, head_v_dim)
+
     def run(self, op: str, call: dict[str, Any]) -> None:
         from .kernels import hopper
 
@@ -133,6 +145,23 @@ def run(op: str, call: dict[str, Any]) -> str:
     backend.run(op, call)
     calls[(op, backend.name)] += 1
     return backend.name
+
+
+def prepare(plan: Any, num_v_heads: int, head_v_dim: int) -> None:
+    """Let the backends that may run prefills on ``plan`` derive their tables from it now (host
+    work only). Optional: a call on an unprepared plan does the same work itself. A backend that
+    fails here is logged once and left to the call."""
+    choice = requested_backend()
+    for backend in BACKENDS:
+        if choice != "auto" and backend.name != choice:
+            continue
+        prep = getattr(backend, "prepare", None)
+        if prep is None:
+            continue
+        try:
+            prep(plan, num_v_heads, head_v_dim)
+        except Exception as exc:  # the call will meet the same problem and report it properly
+            _log_once("prepare", backend.name, repr(exc), "the call itself")
 
 
 def info_probe(device: torch.device, head_k_dim: int = 128, head_v_dim: int = 128) -> dict[str, Any]:

@@ -33,7 +33,9 @@ class PrefillPlan:
     device: torch.device
     cu_seqlens: torch.Tensor             # [N+1] int32 on `device`
     chunk_offsets: torch.Tensor          # [N+1] int32 on `device`
-    chunk_indices: torch.Tensor          # [num_chunks, 2] int32 on `device`: (sequence, chunk in it)
+    # [num_chunks, 4] int32 on `device`, per chunk: its first token, its sequence's end, its sequence's
+    # start, the sequence (kernels over chunks read their bounds in one row, no further lookup)
+    chunk_bounds: torch.Tensor
     seq_order: torch.Tensor              # [N] int32 on `device`: sequences longest first (ties in order)
     checked_indices: bool = False        # state indices were range/duplicate-checked on the host
     chunk_size: int = CHUNK_SIZE
@@ -88,6 +90,8 @@ def plan_prefill(
     num_slots: int | None = None,
     null_slot: int | None = None,
     chunk_size: int = CHUNK_SIZE,
+    num_v_heads: int | None = None,
+    head_v_dim: int = 128,
 ) -> PrefillPlan:
     """Build a :class:`PrefillPlan` from host-side sequence boundaries.
 
@@ -98,7 +102,14 @@ def plan_prefill(
             checks ranges and duplicates here so that the call itself reads nothing back.
         num_slots: number of rows of the state pool (needed with ``state_indices_cpu``).
         null_slot: the engine's "no state" slot (vLLM: 0), skipped like negative indices.
+        num_v_heads, head_v_dim: the value heads (per rank) and their width of the layers that
+            will run on this plan. Given, the backend that will run the calls derives its own
+            tables now (variant choice, context-parallel partitions) instead of in the first call:
+            an engine builds the plan once per step, before the forward, and its first GDN layer
+            then pays no planning.
     """
+    if num_v_heads is not None and (not isinstance(num_v_heads, int) or num_v_heads <= 0):
+        raise ValueError(f"num_v_heads must be a positive int, got {num_v_heads!r}")
     cu = _as_cpu_int_list("cu_seqlens", cu_seqlens_cpu)
     if len(cu) < 2:
         raise ValueError(f"cu_seqlens must hold at least 2 entries ([0, T]), got {len(cu)}")
@@ -132,8 +143,10 @@ def plan_prefill(
     nchunks = (lens + chunk_size - 1) // chunk_size
     offsets = np.zeros(len(cu), dtype=np.int64)
     np.cumsum(nchunks, out=offsets[1:])
-    table = np.stack([np.repeat(np.arange(len(seqlens), dtype=np.int64), nchunks),
-                      np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], nchunks)], axis=1)
+    chunk_in_seq = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], nchunks)
+    starts = np.repeat(cu_np[:-1], nchunks)
+    table = np.stack([starts + chunk_in_seq * chunk_size, np.repeat(cu_np[1:], nchunks), starts,
+                      np.repeat(np.arange(len(seqlens), dtype=np.int64), nchunks)], axis=1)
 
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda" and dev.index is None:
@@ -144,7 +157,7 @@ def plan_prefill(
     # first (the Hopper walk's persistent form).
     order = np.argsort(-lens, kind="stable")
     cu_d, off_d, tab_d, order_d = stage_int32([cu32, off32, table, order], dev)
-    return PrefillPlan(
+    plan = PrefillPlan(
         seqlens=seqlens,
         cu_seqlens_cpu=torch.from_numpy(cu32),
         chunk_offsets_cpu=torch.from_numpy(off32),
@@ -154,11 +167,16 @@ def plan_prefill(
         device=dev,
         cu_seqlens=cu_d,
         chunk_offsets=off_d,
-        chunk_indices=tab_d.view(-1, 2),
+        chunk_bounds=tab_d.view(-1, 4),
         seq_order=order_d,
         checked_indices=checked,
         chunk_size=chunk_size,
     )
+    if num_v_heads is not None:
+        from . import dispatch
+
+        dispatch.prepare(plan, num_v_heads, head_v_dim)
+    return plan
 
 
 _STAGE_ALIGN = 4        # int32 elements: every table starts 16-byte aligned in the staged buffer

@@ -659,3 +659,35 @@ def test_fit_wide_block_finds_the_threshold():
     assert got["wide_block_min_parts"] == 8 and got["geomean_slowdown"] == pytest.approx(1.0), got
     assert {r["block_v"] for k, r in got["rows"].items() if k.startswith("1/32")} == {64}
     assert cp.fit_wide_block({"sms": 132, "rows": [r for r in rows if r["block_v"] == 64]}, base) is None
+
+
+def test_prepare_plan_does_the_calls_plan_work_ahead(monkeypatch):
+    """hopper.prepare_plan leaves in the plan exactly what the call would derive (variant choice,
+    CP tables), so the call finds it cached; plan_prefill(num_v_heads=...) reaches it through the
+    dispatcher only where the Hopper kernels would run (not on a CPU plan), and checks the arg."""
+    from qla_serve import dispatch
+    from qla_serve.kernels import hopper
+
+    for env in (cp.FORCE_ENV, cp.DISABLE_ENV, hopper.BLOCK_V_ENV, hopper.PERSISTENT_ENV):
+        monkeypatch.delenv(env, raising=False)
+    cu = torch.tensor([0, 32768, 32868], dtype=torch.int32)
+    ahead = plan_prefill(cu, device="meta")
+    hopper.prepare_plan(ahead, 8, 128)
+    later = plan_prefill(cu, device="meta")
+    choice = hopper.plan_hopper(later, 8, 128)
+    assert ahead.kernel_data[("hopper", 8, 128)] == choice
+    tab = ahead.kernel_data[("hopper-cp", 8, 128, choice["block_v"], None)]
+    assert tab is not None and tab.parts == cp.plan_cp(later, 8, 128, choice["block_v"]).parts
+    assert cp.plan_cp(ahead, 8, 128, choice["block_v"]) is tab          # the call takes it as it is
+
+    seen = []
+    monkeypatch.setattr(dispatch.TileLangBackend, "prepare", lambda self, plan, hv, vd: seen.append((hv, vd)))
+    plan_prefill(cu, num_v_heads=8, head_v_dim=128)
+    assert seen == [(8, 128)]
+    monkeypatch.setenv(dispatch.BACKEND_ENV, "reference")              # the kernels will not run
+    plan_prefill(cu, num_v_heads=8)
+    assert seen == [(8, 128)]
+    monkeypatch.undo()
+    assert plan_prefill(cu, num_v_heads=8).kernel_data == {}           # CPU plan: no Hopper tables
+    with pytest.raises(ValueError, match="num_v_heads"):
+        plan_prefill(cu, num_v_heads=0)

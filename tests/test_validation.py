@@ -123,7 +123,8 @@ def test_plan_rejects_bad_host_metadata():
         plan_prefill([0, 4], state_indices_cpu=[1, 2], num_slots=4)
     plan = plan_prefill([0, 1, 65, 65, 200])
     assert plan.seqlens == (1, 64, 0, 135) and plan.num_chunks == 1 + 1 + 0 + 3
-    assert plan.chunk_indices.tolist() == [[0, 0], [1, 0], [3, 0], [3, 1], [3, 2]]
+    assert plan.chunk_bounds.tolist() == [[0, 1, 0, 0], [1, 65, 1, 1], [65, 200, 65, 3], [129, 200, 65, 3],
+                                          [193, 200, 65, 3]]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -141,18 +142,19 @@ def test_plan_tables_match_their_definition(seed):
         chunks = [(i + 63) // 64 for i in seqlens]
         assert plan.seqlens == tuple(seqlens) and plan.total_tokens == cu[-1]
         assert plan.num_chunks == sum(chunks) and plan.max_seqlen == max(seqlens)
-        assert plan.cu_seqlens.dtype == plan.chunk_offsets.dtype == plan.chunk_indices.dtype == torch.int32
+        assert plan.cu_seqlens.dtype == plan.chunk_offsets.dtype == plan.chunk_bounds.dtype == torch.int32
         assert plan.cu_seqlens.tolist() == cu == plan.cu_seqlens_cpu.tolist()
         assert plan.chunk_offsets.tolist() == [sum(chunks[:i]) for i in range(len(chunks) + 1)]
-        assert plan.chunk_indices.tolist() == [[i, c] for i, n in enumerate(chunks) for c in range(n)]
+        assert plan.chunk_bounds.tolist() == [[cu[i] + 64 * c, cu[i + 1], cu[i], i] for i, n in enumerate(chunks)
+                                              for c in range(n)]
         # sequences longest first, ties in batch order (the persistent walk deals them out in this order)
         assert plan.seq_order.tolist() == sorted(range(len(seqlens)), key=lambda i: (-seqlens[i], i))
         # the four device tables are views of one staged buffer (one host→device copy), 16-byte aligned
-        tabs = (plan.cu_seqlens, plan.chunk_offsets, plan.chunk_indices, plan.seq_order)
+        tabs = (plan.cu_seqlens, plan.chunk_offsets, plan.chunk_bounds, plan.seq_order)
         assert len({t.untyped_storage().data_ptr() for t in tabs}) == 1
         assert all(t.data_ptr() % 16 == 0 and t.is_contiguous() for t in tabs)
     empty = plan_prefill([0, 0])
-    assert empty.num_chunks == 0 and tuple(empty.chunk_indices.shape) == (0, 2)
+    assert empty.num_chunks == 0 and tuple(empty.chunk_bounds.shape) == (0, 4)
 
 
 def test_bad_decode_input_is_named_and_pool_untouched():

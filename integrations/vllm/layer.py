@@ -103,7 +103,7 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
         fields = {f.name: getattr(md, f.name) for f in dataclasses.fields(md)}
         md = QLAGDNAttentionMetadata(
             **fields,
-            qla_plan=plan_prefill(cu_cpu, device=device),
+            qla_plan=plan_prefill(cu_cpu, device=device, **self._qla_heads()),
             qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device, md),
             qla_state_indices=md.non_spec_state_indices_tensor[:n].contiguous(),
             qla_has_initial_state=md.has_initial_state[:n].contiguous(),
@@ -112,6 +112,16 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
             tm.note("builder_ms", (t1 - t0) * 1e3)
             tm.note("qla_builder_ms", (time.perf_counter() - t1) * 1e3)
         return md
+
+
+    def _qla_heads(self) -> dict[str, int]:
+        """Value heads per rank and their width, from the layers' state shape ((HV, V, K), vLLM's
+        ``gated_delta_net_state_shape``): with them the plan also holds the kernels' own tables,
+        built here rather than in the step's first GDN layer. {} when the spec is not that shape."""
+        shapes = getattr(self.kv_cache_spec, "shapes", None)
+        if not shapes or len(shapes) < 2 or len(shapes[1]) != 3:
+            return {}
+        return {"num_v_heads": int(shapes[1][0]), "head_v_dim": int(shapes[1][1])}
 
 
 class QLAGDNAttentionBackend(GDNAttentionBackend):

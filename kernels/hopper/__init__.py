@@ -503,6 +503,17 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
     return got
 
 
+def prepare_plan(plan, num_v_heads: int, head_v_dim: int = 128) -> None:
+    """Everything :func:`gdn_prefill_hopper` derives from the plan alone (variant choice, CP tables),
+    done now and kept in ``plan.kernel_data``. An engine calls it where it builds the plan, once
+    per step, so that the step's first GDN layer does not pay it: CP tables alone cost 165–300 µs
+    of the H200 host's time (session 7's host profile)."""
+    choice = plan_hopper(plan, num_v_heads, head_v_dim)
+    if plan.total_tokens > 1:
+        from . import cp
+        cp.plan_cp(plan, num_v_heads, head_v_dim, choice["block_v"])
+
+
 # ----------------------------------------------------------------------------------------------
 # Dispatch entry points
 
@@ -612,7 +623,7 @@ def gdn_prefill_hopper(
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
         a = torch.empty(T_, HV, CHUNK, dtype=q.dtype, device=dev)
         if plan.num_chunks > 0:
-            kkt(k, g, beta, cu, plan.chunk_indices, gcum, a)
+            kkt(k, g, beta, plan.chunk_bounds, gcum, a)
     else:
         # No tokens: dummy 1-row buffers (no chunk reads them) keep every shape non-empty.
         q = k = torch.zeros(1, H, Kd, dtype=q.dtype, device=dev)
