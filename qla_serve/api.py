@@ -1,5 +1,6 @@
 """The op contract: GDN prefill and decode on an engine's paged recurrent-state pool, in place, and
-the GDN gating an adapter may hand the prefill (``gdn_gating``).
+the inputs an adapter may hand the prefill: the causal conv on the engine's conv-state pool with
+q/k normalised (``gdn_conv``) and the gates (``gdn_gating``).
 
 Every check here runs before any backend touches memory, so a rejected call leaves the pool
 bit-identical. With a plan, validation reads only tensor metadata (shape, dtype, device, strides):
@@ -280,3 +281,121 @@ def gdn_gating(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: t
         dispatch.run("gating", dict(a=a, b=b, A_log=A_log, dt_bias=dt_bias, g=g, beta=beta,
                                     threshold=float(softplus_threshold)))
     return g, beta
+
+
+CONV_STATE_LAYOUTS = ("sd", "ds")
+CONV_ACTIVATIONS = ("silu", None)
+
+
+def gdn_conv(
+    x: torch.Tensor, *, weight: torch.Tensor, bias: torch.Tensor | None = None, conv_state: torch.Tensor,
+    state_indices: torch.Tensor, cu_seqlens: torch.Tensor, num_k_heads: int, head_k_dim: int = 128,
+    head_v_dim: int = 128, has_initial_state: torch.Tensor | None = None, plan: PrefillPlan | None = None,
+    conv_state_layout: str = "sd", activation: str | None = "silu", l2norm_qk: bool = True,
+    null_slot: int | None = None, out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """GDN's short causal conv over a prefill batch of packed ``[q | k | v]`` projections, reading each
+    sequence's conv state from ``conv_state`` and writing its new one back in place, with q and k
+    l2-normalised per head on the way out (what :func:`gdn_prefill` then takes with
+    ``use_qk_l2norm=False``).
+
+    Args:
+        x: ``[T, 2·H·K + HV·V]`` (or ``[1, T, ...]``): the projections, q heads, then k, then v; a
+            strided token dim is fine (contiguous channels).
+        weight: ``[C, W]`` or ``[C, 1, W]`` (a depthwise ``Conv1d`` weight), C = x's channels;
+            w[:, W−1] multiplies the current token. bias: ``[C]`` or None.
+        conv_state: ``[slots, W−1, C]`` (``conv_state_layout="sd"``, vLLM's default) or
+            ``[slots, C, W−1]`` ("ds"); any ``stride(0)``. Row s holds the input W−1−s tokens back.
+        state_indices, cu_seqlens, has_initial_state, plan, null_slot: as for :func:`gdn_prefill`.
+            A sequence whose slot is negative or ``null_slot`` is convolved from a zero state and
+            its row is not written.
+        num_k_heads, head_k_dim, head_v_dim: split the channels into q/k/v heads (HV follows).
+        activation: ``"silu"`` or None. l2norm_qk: normalise the q and k heads.
+        out: optional ``[T, C]`` output (x's dtype).
+
+    Returns:
+        ``[T, C]`` (``[1, T, C]`` when x had a leading 1), the packed layout of ``x``.
+    """
+    for name, t in (("x", x), ("weight", weight), ("conv_state", conv_state), ("state_indices", state_indices),
+                    ("cu_seqlens", cu_seqlens)):
+        _tensor(name, t)
+    for name, t in (("bias", bias), ("has_initial_state", has_initial_state), ("out", out)):
+        if t is not None:
+            _tensor(name, t)
+    if plan is not None and not isinstance(plan, PrefillPlan):
+        raise TypeError(f"plan must be a PrefillPlan from qla_serve.plan_prefill, got {type(plan).__name__}")
+    batched = x.dim() == 3
+    x = _drop_unit_batch("x", x, 2)
+    _check_dtype("x", x, ACTIVATION_DTYPES)
+    if x.stride(-1) != 1:
+        raise ValueError(f"x must have contiguous channels (stride(-1) == 1), got strides {x.stride()}")
+    T, C = x.shape
+    for name, val in (("num_k_heads", num_k_heads), ("head_k_dim", head_k_dim), ("head_v_dim", head_v_dim)):
+        if not isinstance(val, int) or isinstance(val, bool) or val <= 0:
+            raise ValueError(f"{name} must be a positive int, got {val!r}")
+    rest = C - 2 * num_k_heads * head_k_dim
+    if rest <= 0 or rest % head_v_dim:
+        raise ValueError(f"x has {C} channels: not 2·num_k_heads·head_k_dim = {2 * num_k_heads * head_k_dim} "
+                         f"plus a positive multiple of head_v_dim = {head_v_dim}")
+    if weight.dim() == 3 and weight.shape[1] == 1:
+        weight = weight[:, 0]
+    if weight.dim() != 2 or weight.shape[0] != C or weight.shape[1] < 2:
+        raise ValueError(f"weight must be [C, W] or [C, 1, W] with C = {C} and W ≥ 2, got {tuple(weight.shape)}")
+    _check_dtype("weight", weight, ACTIVATION_DTYPES)
+    W = weight.shape[1]
+    if bias is not None:
+        _check_dtype("bias", bias, ACTIVATION_DTYPES)
+        if tuple(bias.shape) != (C,):
+            raise ValueError(f"bias must have shape [{C}], got {tuple(bias.shape)}")
+    if conv_state_layout not in CONV_STATE_LAYOUTS:
+        raise ValueError(f"conv_state_layout must be one of {CONV_STATE_LAYOUTS}, got {conv_state_layout!r}")
+    inner = (W - 1, C) if conv_state_layout == "sd" else (C, W - 1)
+    if conv_state.dim() != 3 or tuple(conv_state.shape[1:]) != inner:
+        want = "[slots, W−1, C]" if conv_state_layout == "sd" else "[slots, C, W−1]"
+        raise ValueError(f"conv_state must be {want} = [slots, {inner[0]}, {inner[1]}] for conv_state_layout="
+                         f"{conv_state_layout!r}, got shape {tuple(conv_state.shape)}")
+    _check_dtype("conv_state", conv_state, POOL_DTYPES)
+    if tuple(conv_state.stride()[1:]) != (inner[1], 1):
+        raise ValueError(f"conv_state rows must be contiguous (strides [*, {inner[1]}, 1]; any stride(0)), "
+                         f"got strides {conv_state.stride()}")
+    if activation not in CONV_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {CONV_ACTIVATIONS}, got {activation!r}")
+    dev = x.device
+    _same_device(dev, "x", weight=weight, bias=bias, conv_state=conv_state, state_indices=state_indices,
+                 cu_seqlens=cu_seqlens, has_initial_state=has_initial_state, out=out)
+    if cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 2:
+        raise ValueError(f"cu_seqlens must be 1-D with N+1 ≥ 2 entries, got shape {tuple(cu_seqlens.shape)}")
+    _check_dtype("cu_seqlens", cu_seqlens, INDEX_DTYPES)
+    N = cu_seqlens.shape[0] - 1
+    _check_indices("state_indices", state_indices, N)
+    if has_initial_state is not None:
+        if has_initial_state.dim() != 1 or has_initial_state.shape[0] != N:
+            raise ValueError(f"has_initial_state must have shape [{N}], got {tuple(has_initial_state.shape)}")
+        if has_initial_state.dtype != torch.bool:
+            raise TypeError(f"has_initial_state must be bool, got {has_initial_state.dtype}")
+    if null_slot is not None and not isinstance(null_slot, int):
+        raise TypeError(f"null_slot must be an int or None, got {type(null_slot).__name__}")
+    if plan is None:
+        plan = plan_prefill(cu_seqlens.cpu(), device=dev, state_indices_cpu=state_indices.cpu(),
+                            num_slots=conv_state.shape[0], null_slot=null_slot)
+    else:
+        if plan.num_seqs != N:
+            raise ValueError(f"plan describes {plan.num_seqs} sequences but cu_seqlens describes {N}")
+        if plan.device != dev:
+            raise ValueError(f"plan was built for {plan.device} but x is on {dev}")
+        if not plan.checked_indices and state_indices.device.type == "cpu":
+            check_slot_indices(state_indices.tolist(), conv_state.shape[0], null_slot)
+    if plan.total_tokens != T:
+        raise ValueError(f"cu_seqlens[-1] = {plan.total_tokens} must equal the number of tokens T = {T}")
+    _check_out(out, (T, C), x)
+    out2 = torch.empty(T, C, dtype=x.dtype, device=dev) if out is None else (out[0] if out.dim() == 3 else out)
+    if N and T:
+        dispatch.run("conv", dict(x=x, weight=weight, bias=bias, conv_state=conv_state,
+                                  conv_state_layout=conv_state_layout, state_indices=state_indices,
+                                  has_initial_state=has_initial_state, plan=plan, out=out2,
+                                  qk_channels=2 * num_k_heads * head_k_dim, head_k_dim=head_k_dim,
+                                  l2norm_qk=bool(l2norm_qk), activation=activation, null_slot=null_slot))
+    result = out if out is not None else out2
+    if batched and result.dim() == 2:
+        result = result.unsqueeze(0)
+    return result

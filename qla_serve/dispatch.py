@@ -41,7 +41,7 @@ class ReferenceBackend:
 
     def run(self, op: str, call: dict[str, Any]) -> None:
         fn: Callable[..., None] = {"prefill": reference.prefill_reference, "decode": reference.decode_reference,
-                                   "gating": reference.gating_reference}[op]
+                                   "gating": reference.gating_reference, "conv": reference.conv_reference}[op]
         fn(**call)
 
 
@@ -51,9 +51,9 @@ class TileLangBackend:
     name = "tilelang"
 
     def why_not(self, op: str, call: dict[str, Any]) -> str | None:
-        if op not in ("prefill", "gating"):
+        if op not in ("prefill", "gating", "conv"):
             return f"qla-serve has no TileLang {op} kernel yet"
-        q = call["q"] if op == "prefill" else call["a"]
+        q = call[{"prefill": "q", "gating": "a", "conv": "x"}[op]]
         if q.device.type != "cuda":
             return f"needs a CUDA device, got {q.device.type}"
         index = q.device.index
@@ -64,7 +64,7 @@ class TileLangBackend:
             return "tilelang is not installed (pip install 'qla-serve[tilelang]')"
         from .kernels import hopper
 
-        return hopper.why_not(call) if op == "prefill" else hopper.gating_why_not(call)
+        return {"prefill": hopper.why_not, "gating": hopper.gating_why_not, "conv": hopper.conv_why_not}[op](call)
 
     def prepare(self, plan: Any, num_v_heads: int, head_v_dim: int) -> None:
         """The Hopper path's plan-only work, ahead of the call (see ``hopper.prepare_plan``);
@@ -81,10 +81,8 @@ class TileLangBackend:
     def run(self, op: str, call: dict[str, Any]) -> None:
         from .kernels import hopper
 
-        if op == "gating":
-            hopper.gdn_gating_hopper(**call)
-        else:
-            hopper.gdn_prefill_hopper(**call)
+        {"prefill": hopper.gdn_prefill_hopper, "gating": hopper.gdn_gating_hopper,
+         "conv": hopper.gdn_conv_hopper}[op](**call)
 
 
 # Both asked on every call (an engine asks once per layer per step): ``find_spec`` walks sys.path
@@ -121,7 +119,7 @@ def _log_once(op: str, backend: str, reason: str, chosen: str) -> None:
 
 
 def select(op: str, call: dict[str, Any]) -> Backend:
-    """Pick the backend for ``op`` ("prefill", "decode" or "gating") given the validated call."""
+    """Pick the backend for ``op`` ("prefill", "decode", "gating" or "conv") given the validated call."""
     choice = requested_backend()
     if choice != "auto":
         backend = next(b for b in BACKENDS if b.name == choice)

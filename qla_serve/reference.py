@@ -36,6 +36,44 @@ def gating_reference(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_b
     beta.copy_(torch.sigmoid(b.float()))
 
 
+def conv_reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, conv_state: torch.Tensor,
+                   conv_state_layout: str, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
+                   plan: PrefillPlan, out: torch.Tensor, qk_channels: int, head_k_dim: int, l2norm_qk: bool,
+                   activation: str | None, null_slot: int | None) -> None:
+    """Reference backend for :func:`qla_serve.gdn_conv` (validated inputs; writes ``out`` and the live
+    sequences' conv state rows). Per sequence, in fp32: xx = [its state rows (zero without an initial
+    state), its tokens], y[t] = bias + Σ_j w[:, j]·xx[t + j], silu, the first ``qk_channels`` channels
+    l2-normalised per head of ``head_k_dim``; the new state is xx's last W − 1 rows."""
+    N = plan.num_seqs
+    S = weight.shape[-1] - 1
+    w = weight.float()
+    slots = _host_list(state_indices, N, -1)
+    has_init = _host_list(has_initial_state, N, True)
+    cu = plan.cu_seqlens_cpu.tolist()
+    for n in range(N):
+        s0, s1 = cu[n], cu[n + 1]
+        live = slots[n] >= 0 and (null_slot is None or slots[n] != null_slot)
+        if live and has_init[n]:
+            rows = conv_state[slots[n]]
+            rows = (rows if conv_state_layout == "sd" else rows.transpose(0, 1)).float()
+        else:
+            rows = torch.zeros(S, x.shape[1], device=x.device)
+        xx = torch.cat([rows, x[s0:s1].float()])
+        L = s1 - s0
+        y = sum(w[:, j] * xx[j:j + L] for j in range(S + 1))
+        if bias is not None:
+            y = y + bias.float()
+        if activation == "silu":
+            y = torch.nn.functional.silu(y)
+        if l2norm_qk and qk_channels:
+            qk = y[:, :qk_channels].unflatten(1, (-1, head_k_dim))
+            y = torch.cat([l2norm(qk).flatten(1), y[:, qk_channels:]], dim=1)
+        out[s0:s1] = y.to(out.dtype)
+        if live:
+            new = xx[-S:].to(conv_state.dtype)
+            conv_state[slots[n]] = new if conv_state_layout == "sd" else new.transpose(0, 1)
+
+
 def pool_to_kv(rows: torch.Tensor, state_layout: str) -> torch.Tensor:
     """Pool rows ``[..., HV, V, K]`` ("vk") or ``[..., HV, K, V]`` ("kv") → math layout [..., K, V]."""
     return rows.transpose(-1, -2) if state_layout == "vk" else rows

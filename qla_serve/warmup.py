@@ -1,6 +1,7 @@
 """``qla-serve warmup``: compile every kernel variant a model needs before the server takes traffic."""
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -25,16 +26,50 @@ def variants_for(config: dict, tp_sizes: list[int] | None = None) -> list[tuple[
 POOL_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16"}
 
 # The variant axes each engine adapter can hit (``hopper.variants_for_heads`` keywords). Both hand
-# q/k/v as views of their packed qkv buffer and ask the op to l2-normalise q/k; vLLM's adapter
-# passes a ``has_initial_state`` vector and its gates come from ``qla_serve.gdn_gating``
-# (:data:`GATING_ENGINES`); SGLang's passes no ``has_initial_state``. ``all`` is the union with
-# contiguous inputs and no l2norm (four times the variants).
+# q/k/v as views of their packed qkv buffer. vLLM's adapter passes a ``has_initial_state`` vector,
+# its gates come from ``qla_serve.gdn_gating`` (:data:`GATING_ENGINES`) and its conv from
+# ``qla_serve.gdn_conv``, which normalises q/k (:data:`CONV_ENGINES`); with vLLM's own conv
+# (``QLA_VLLM_CONV=vllm``) it asks the op to normalise them ("vllm-views"). SGLang's passes no
+# ``has_initial_state`` and asks the op to normalise q/k. ``all`` is the union with contiguous
+# inputs (four times the variants).
 ENGINE_AXES = {
-    "vllm": dict(use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,)),
+    "vllm": dict(use_qk_l2norm=(False,), has_initial_state=(True,), packed_qkv=(True,)),
+    "vllm-views": dict(use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,)),
     "sglang": dict(use_qk_l2norm=(True,), has_initial_state=(False,), packed_qkv=(True,)),
     "all": {},
 }
-GATING_ENGINES = ("vllm", "all")
+GATING_ENGINES = ("vllm", "vllm-views", "all")
+CONV_ENGINES = ("vllm", "all")
+# The vLLM adapter's A/B switches (read by it and by warm-up, which builds what they select):
+VLLM_CONV_ENV = "QLA_VLLM_CONV"     # "qla" (default): qla_serve.gdn_conv; "vllm": vLLM's causal conv
+VLLM_PREP_ENV = "QLA_VLLM_PREP"     # "vllm": vLLM's fused_post_conv_prep (implies its conv)
+
+
+def vllm_conv_choice() -> str:
+    """"qla" or "vllm": whose causal conv the vLLM adapter runs on CUDA."""
+    if os.environ.get(VLLM_PREP_ENV, "qla") == "vllm":
+        return "vllm"
+    got = os.environ.get(VLLM_CONV_ENV, "qla").strip().lower() or "qla"
+    if got not in ("qla", "vllm"):
+        raise ValueError(f"{VLLM_CONV_ENV}={got!r}: expected 'qla' or 'vllm'")
+    return got
+
+
+def engine_axes(engine: str) -> tuple[str, dict]:
+    """(the axes' name, the axes) for ``engine``: "vllm" follows :func:`vllm_conv_choice`."""
+    if engine == "vllm" and vllm_conv_choice() == "vllm":
+        engine = "vllm-views"
+    return engine, ENGINE_AXES[engine]
+
+
+def _conv_kernels(hopper, num_k_heads: int, num_v_heads: int, engine: str) -> int:
+    """Compile or load the ``gdn_conv`` kernels an engine's adapter calls; returns how many."""
+    if engine not in CONV_ENGINES:
+        return 0
+    args = hopper.conv_variants(num_k_heads, num_v_heads)
+    for a in args:
+        hopper.conv_kernel(*a)
+    return len(args)
 
 
 def _gating_kernels(hopper, num_v_heads: int, engine: str) -> int:
@@ -55,8 +90,6 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
     the list to what one adapter hits (:data:`ENGINE_AXES`). All heads' variants are built in one
     process pool of ``processes`` workers (default: one per CPU; each nvcc build is one core).
     """
-    import os
-
     import torch
 
     if compile_only or not torch.cuda.is_available():
@@ -67,11 +100,14 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
 
     pools = [POOL_DTYPE_NAMES[p] for p in (pool_dtypes or ["fp32", "bf16"])]
     t0 = time.perf_counter()
-    variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **ENGINE_AXES[engine])]
+    engine, axes = engine_axes(engine)
+    variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **axes)]
     # One pool for every head count: the builds of all of them run side by side.
     hopper.warmup(variants, processes=processes or os.cpu_count())
     for hv in sorted({hv for _, hv in heads}):
         _gating_kernels(hopper, hv, engine)
+    for h, hv in sorted(set(heads)):
+        _conv_kernels(hopper, h, hv, engine)
     print(f"heads {', '.join(f'{h}/{hv}' for h, hv in heads)} ({engine}): {len(variants)} variants ready")
     print(f"warm-up done in {time.perf_counter() - t0:.1f} s ({hopper.compile_count} kernels built or loaded)")
     return 0
@@ -113,11 +149,13 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
         name = hopper.POOL_DTYPES.get(pool_dtype)
         if name is None:
             return f"no kernel for a {pool_dtype} state pool"
-        variants = hopper.variants_for_heads(num_k_heads, num_v_heads, pool_dtypes=(name,), **ENGINE_AXES[engine])
+        engine, axes = engine_axes(engine)
+        variants = hopper.variants_for_heads(num_k_heads, num_v_heads, pool_dtypes=(name,), **axes)
         t0 = time.perf_counter()
         with torch.cuda.device(device):
             hopper.warmup(variants, log=None)
             _gating_kernels(hopper, num_v_heads, engine)
+            _conv_kernels(hopper, num_k_heads, num_v_heads, engine)
         dt = time.perf_counter() - t0
     except Exception as exc:  # kernels then load on first use: never fail a server for this
         return f"failed: {exc!r}"[:300]

@@ -76,21 +76,37 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     monkeypatch.setattr(warmup, "_preloaded", set())
     seen = []
     monkeypatch.setattr(hopper, "warmup", lambda variants, log=None, processes=None: seen.append((list(variants), processes)))
-    gates = []
+    gates, convs = [], []
     monkeypatch.setattr(hopper, "gating_kernel", lambda *a: gates.append(a))
+    monkeypatch.setattr(hopper, "conv_kernel", lambda *a: convs.append(a))
+    monkeypatch.delenv(warmup.VLLM_CONV_ENV, raising=False)
+    monkeypatch.delenv(warmup.VLLM_PREP_ENV, raising=False)
     logged = []
     assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
     (variants, processes), = seen
     assert processes is None          # in-process: no worker pool inside an engine's worker
+    # views of qla_serve.gdn_conv's output, q/k already normalised by it
     assert {(v.num_k_heads, v.num_v_heads, v.pool_dtype, v.use_qk_l2norm, v.has_initial_state, v.packed_qkv)
-            for v in variants} == {(2, 8, "bfloat16", True, True, True)}   # views of vLLM's conv output
+            for v in variants} == {(2, 8, "bfloat16", False, True, True)}
     assert gates == hopper.gating_variants(8)     # the gdn_gating kernels the adapter calls
+    assert convs == hopper.conv_variants(2, 8)    # and its gdn_conv kernels
     assert sorted(v.block_v for v in variants) == sorted(hopper.BLOCK_V_CHOICES)
     assert len(logged) == 1 and "2/8" in logged[0] and "bfloat16" in logged[0]
     # once per process: a second call (every later profiling run / extend) does nothing
     assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
     assert len(seen) == 1 and len(logged) == 1
     assert "float16" in warmup.preload(torch.device("cuda", 0), 2, 8, torch.float16, log=logged.append)
+    # with vLLM's own conv (A/B switch) the op normalises q/k: the views' l2norm variants, no conv kernel
+    monkeypatch.setenv(warmup.VLLM_CONV_ENV, "vllm")
+    seen.clear()
+    convs.clear()
+    assert warmup.preload(torch.device("cuda", 0), 2, 16, torch.bfloat16, log=logged.append) is None
+    (variants, _), = seen
+    assert {(v.use_qk_l2norm, v.packed_qkv) for v in variants} == {(True, True)} and convs == []
+    monkeypatch.setenv(warmup.VLLM_CONV_ENV, "fast")
+    with pytest.raises(ValueError, match="QLA_VLLM_CONV"):
+        warmup.vllm_conv_choice()
+    monkeypatch.delenv(warmup.VLLM_CONV_ENV)
     # a failing load is reported, never raised (the server keeps its lazy path)
     monkeypatch.setattr(hopper, "warmup", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("nvcc died")))
     assert "nvcc died" in warmup.preload(torch.device("cuda", 0), 4, 16, torch.float32, log=logged.append)

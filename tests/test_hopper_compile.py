@@ -126,3 +126,16 @@ def test_gating_kernels_compile_for_sm90a():
     for args in hopper.gating_variants(32):
         src = hopper.gating_kernel(*args).get_kernel_source()
         assert "expf" in src and "logf" in src
+
+
+def test_conv_kernels_compile_for_sm90a():
+    """The gdn_conv kernels vLLM's warm-up builds, and the other forms the op takes: vLLM's "ds" conv
+    state layout, an fp32 state, a bias, no l2norm, a strided x."""
+    forms = hopper.conv_variants(16, 32) + [
+        (16, 32, 4, "bfloat16", "float32", "ds", True, True, False, 8192),
+        (2, 4, 4, "bfloat16", "bfloat16", "sd", False, False, True, 1024 + 264),
+    ]
+    for args in forms:
+        src = hopper.conv_kernel(*args).get_kernel_source()
+        assert "rsqrtf" in src if args[7] else "rsqrtf" not in src
+        assert "tma_store" in src           # a whole chunk's tile leaves in one bulk store

@@ -1,7 +1,7 @@
 """vLLM's own per-platform pieces the adapter calls around the qla-serve op (no math here).
 
 Everything that depends on the platform (CUDA vs vLLM's CPU build) or on the vLLM release lives
-in this file, so ``layer.py`` reads as one sequence: vLLM's convolution → the gates →
+in this file, so ``layer.py`` reads as one sequence: the convolution → the gates →
 ``qla_serve.gdn_prefill`` on vLLM's state cache.
 """
 from __future__ import annotations
@@ -15,11 +15,14 @@ import torch
 from vllm.model_executor.layers.mamba.mamba_utils import is_conv_state_dim_first
 from vllm.platforms import current_platform
 
+# A/B switches, read here and by warm-up, which builds what they select: QLA_VLLM_CONV=vllm runs
+# vLLM's causal conv (then the op normalises q/k) instead of qla_serve.gdn_conv; QLA_VLLM_PREP=vllm
+# runs vLLM's fused_post_conv_prep after vLLM's conv (its contiguous variants are not preloaded).
+from qla_serve.warmup import VLLM_PREP_ENV as PREP_ENV
+from qla_serve.warmup import vllm_conv_choice as conv_choice
+
 IS_CPU = current_platform.is_cpu()
 IS_CUDA = current_platform.is_cuda()
-# "vllm": vLLM's fused_post_conv_prep instead of views + gdn_gating (A/B aid; the contiguous variants
-# it then needs are not preloaded: they load, or compile, at first use)
-PREP_ENV = "QLA_VLLM_PREP"
 
 
 def platform_why_not(layer) -> str | None:
@@ -135,8 +138,63 @@ def conv_metadata(cu_seqlens_cpu: torch.Tensor, device: torch.device, vllm_md: A
 # Inputs: vLLM's causal conv (updates vLLM's conv state in place), q/k/v views and the gates
 # ----------------------------------------------------------------------------------------------
 def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices: torch.Tensor,
+                 has_initial_state: torch.Tensor, conv_md: Any, plan: Any = None) -> tuple[torch.Tensor, bool]:
+    """``x [T, conv_dim]`` → (conv output ``[T, conv_dim]``, whether q/k came out l2-normalised).
+
+    CUDA: ``qla_serve.gdn_conv`` (vLLM's conv state updated in place, q/k normalised, one kernel)
+    unless ``QLA_VLLM_CONV=vllm`` or qla-serve's conv kernel refuses the layer; then vLLM's
+    Triton conv. CPU: vLLM's CPU conv."""
+    if IS_CUDA and conv_choice() == "qla" and _qla_conv_why_not(layer, x) is None:
+        from qla_serve import gdn_conv
+
+        conv_state = layer.kv_cache[0]
+        H = layer.num_k_heads // layer.tp_size
+        out = gdn_conv(
+            x, weight=layer.conv1d.weight, bias=layer.conv1d.bias, conv_state=conv_state,
+            conv_state_layout="ds" if is_conv_state_dim_first() else "sd", state_indices=state_indices,
+            cu_seqlens=cu_seqlens, plan=plan, num_k_heads=H, head_k_dim=layer.head_k_dim,
+            head_v_dim=layer.head_v_dim, has_initial_state=has_initial_state, activation=layer.activation,
+            l2norm_qk=True, null_slot=0)
+        return out, True
+    return _engine_conv(layer, x, cu_seqlens, state_indices, has_initial_state, conv_md), False
+
+
+def _qla_conv_why_not(layer, x: torch.Tensor) -> str | None:
+    """Why qla-serve's conv kernel would not take this layer's calls (cached per layer and input form;
+    said once by the caller's log). ``QLA_BACKEND`` other than auto is honoured as is."""
+    from qla_serve import dispatch
+
+    if dispatch.requested_backend() != "auto":
+        return None
+    state = layer.kv_cache[0]
+    key = (x.dtype, x.stride(0) if x.shape[0] > 1 else None, state.dtype, tuple(state.shape), layer.activation)
+    answers = layer.__dict__.setdefault("qla_conv_answers", {})
+    if key not in answers:
+        from qla_serve.plan import plan_prefill
+
+        dev = x.device
+        weight = layer.conv1d.weight
+        probe = dict(x=x[:0], weight=weight.view(weight.size(0), -1), bias=layer.conv1d.bias, conv_state=state,
+                     activation=layer.activation, head_k_dim=layer.head_k_dim,
+                     qk_channels=2 * (layer.num_k_heads // layer.tp_size) * layer.head_k_dim,
+                     out=torch.empty(0, x.shape[1], dtype=x.dtype, device=dev),
+                     plan=plan_prefill([0], device="meta"))
+        try:
+            why = next(b for b in dispatch.BACKENDS if b.name == "tilelang").why_not("conv", probe)
+        except Exception as exc:  # a half-installed kernel package must not take the server down
+            why = f"check failed: {exc!r}"
+        answers[key] = why
+        if why is not None:
+            import logging
+
+            logging.getLogger("vllm.qla_serve").warning(
+                "qla-serve: the GDN causal conv stays on vLLM's kernel (then the op's l2norm pass): %s", why)
+    return answers[key]
+
+
+def _engine_conv(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices: torch.Tensor,
                  has_initial_state: torch.Tensor, conv_md: Any) -> torch.Tensor:
-    """``x [T, conv_dim]`` → conv output ``[T, conv_dim]`` with vLLM's kernel for this platform."""
+    """vLLM's own causal conv for this platform."""
     weight = layer.conv1d.weight
     if IS_CPU:
         from vllm.model_executor.layers.mamba.ops.cpu import gdn_attention as cpu_gdn
@@ -171,9 +229,9 @@ def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices
     ).transpose(0, 1)
 
 
-def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, normalised: bool = False):
     """``(q, k, v, g, beta, l2norm_in_op)``: q/k/v are views of the conv output (rows of
-    ``[q | k | v]``), l2-normalised by the op.
+    ``[q | k | v]``), l2-normalised by the op unless the conv did it (``normalised``).
 
     CUDA: the gates come from ``qla_serve.gdn_gating``. vLLM's own ``fused_post_conv_prep`` would
     also normalise q/k, but it copies all of q, k and v to do it (2·(2·H·K + HV·V) bytes a token
@@ -181,7 +239,7 @@ def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tens
     for A/B runs). CPU: vLLM's CPU gating op; qla-serve's reference normalises q/k."""
     H, HV = layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size
     Kd, Vd = layer.head_k_dim, layer.head_v_dim
-    if IS_CUDA and os.environ.get(PREP_ENV, "qla") == "vllm":
+    if IS_CUDA and os.environ.get(PREP_ENV, "qla") == "vllm" and not normalised:
         from vllm.third_party.flash_linear_attention.ops import fused_post_conv_prep
 
         q, k, v, g, beta = fused_post_conv_prep(
@@ -196,11 +254,11 @@ def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tens
 
         g, beta = ops.fused_gdn_gating_cpu(A_log=layer.A_log, a=a.contiguous(), b=b.contiguous(),
                                            dt_bias=layer.dt_bias)
-        return q, k, v, g, beta, True
+        return q, k, v, g, beta, not normalised
     from qla_serve import gdn_gating
 
     g, beta = gdn_gating(a, b, layer.A_log, layer.dt_bias)
-    return q, k, v, g, beta, True
+    return q, k, v, g, beta, not normalised
 
 
 def state_pool(layer) -> tuple[torch.Tensor, str]:

@@ -8,9 +8,11 @@ When selected, one seam splits each step of a GDN layer (``_forward_core``):
 * decode-only steps, speculative verify, profiling runs → vLLM's own core, untouched (the first
   profiling run, or else the first prefill, also loads qla-serve's kernels for this layer's
   shapes, once per worker: ``qla_serve.warmup.preload``);
-* a step with prefills → all its tokens in one pass: vLLM's causal conv over the whole batch,
-  the gates from ``qla_serve.gdn_gating`` (CPU: vLLM's CPU gating op), then one
-  ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output (the op l2-normalises q/k),
+* a step with prefills → all its tokens in one pass: the causal conv over the whole batch
+  (CUDA: ``qla_serve.gdn_conv``, which also l2-normalises q/k, on vLLM's conv state in place;
+  ``QLA_VLLM_CONV=vllm`` or a layer its kernel refuses: vLLM's conv, and the op normalises q/k;
+  CPU: vLLM's CPU conv), the gates from ``qla_serve.gdn_gating`` (CPU: vLLM's CPU gating op),
+  then one ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output,
   in which the step's decode requests (vLLM puts them first) are one-token sequences beside the
   prefill chunks. It reads and writes vLLM's
   state cache in place by ``non_spec_state_indices_tensor`` (``has_initial_state``; null block
@@ -221,8 +223,8 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         n = plan.num_seqs
         cu = md.non_spec_query_start_loc[: n + 1]
         idx, has_state = md.qla_state_indices, md.qla_has_initial_state
-        conv_out = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata)
-        q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b)
+        conv_out, normalised = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata, plan)
+        q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b, normalised)
         pool, layout = engine_ops.state_pool(self)
         gdn_prefill(q, k, v, g, beta, state_pool=pool, state_indices=idx, cu_seqlens=cu,
                     has_initial_state=has_state, plan=plan, scale=self.head_k_dim ** -0.5,

@@ -238,6 +238,79 @@ def gdn_gating_hopper(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_
     kern(a, b, A_log, dt_bias, g, beta)
 
 
+CONV_STATE_DTYPES = {torch.bfloat16: "bfloat16", torch.float32: "float32"}
+
+
+def conv_kernel(H: int, HV: int, width: int, dtype: str, state_dtype: str, state_layout: str, has_bias: bool,
+                l2norm_qk: bool, has_initial_state: bool, x_stride: int):
+    """The causal conv (:mod:`conv`) for one variant; ``x_stride``: the projections' token stride."""
+    from . import conv
+
+    key = ("conv", H, HV, int(width), dtype, state_dtype, state_layout, bool(has_bias), bool(l2norm_qk),
+           bool(has_initial_state), int(x_stride))
+    return _get(key, lambda: _compile(conv.build_conv(H, HV, 128, 128, int(width), dtype, state_dtype, state_layout,
+                                                      bool(has_bias), bool(l2norm_qk), bool(has_initial_state),
+                                                      int(x_stride)), conv.PASS_CONFIGS))
+
+
+def conv_variants(num_k_heads: int, num_v_heads: int, state_dtypes=("bfloat16",), width: int = 4,
+                  layouts=("sd",)) -> list[tuple]:
+    """Arguments of :func:`conv_kernel` an engine's adapter hits (warm-up's list): contiguous
+    projections, no bias, l2norm on, a has_initial_state vector (vLLM's conv state: the model's
+    dtype, layout "sd" unless ``VLLM_SSM_CONV_STATE_LAYOUT`` says otherwise)."""
+    x_stride = 2 * num_k_heads * 128 + num_v_heads * 128
+    return [(num_k_heads, num_v_heads, width, "bfloat16", sdt, lay, False, True, True, x_stride)
+            for sdt in state_dtypes for lay in layouts]
+
+
+def conv_why_not(call: dict[str, Any]) -> str | None:
+    x, weight, bias, state = call["x"], call["weight"], call["bias"], call["conv_state"]
+    if x.dtype not in IN_DTYPES:
+        return f"the conv kernel takes bf16 projections, got {x.dtype}"
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.dtype != x.dtype:
+            return f"the conv kernel needs {name} in x's dtype {x.dtype}, got {t.dtype}"
+    if state.dtype not in CONV_STATE_DTYPES:
+        return f"the conv kernel takes a bf16 or fp32 conv state, got {state.dtype}"
+    if call["activation"] != "silu":
+        return f"the conv kernel applies silu, not {call['activation']!r}"
+    if call["head_k_dim"] != 128 or (x.shape[1] - call["qk_channels"]) % 128:
+        return "the conv kernel takes heads of 128 channels"
+    if weight.stride() != (weight.shape[1], 1) or (bias is not None and bias.stride(0) != 1):
+        return "the conv kernel needs a contiguous weight and bias"
+    if not call["out"].is_contiguous():
+        return "the conv kernel writes a contiguous out"
+    if state.shape[0] >= 2 ** 31 // max(1, state.stride(0)):
+        return "conv_state too large for 32-bit row indexing"
+    plan = call["plan"]
+    if plan.num_seqs > MAX_SEQS:
+        return f"the conv kernel takes at most {MAX_SEQS} sequences per call, got {plan.num_seqs}"
+    return None
+
+
+def gdn_conv_hopper(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, conv_state: torch.Tensor,
+                    conv_state_layout: str, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
+                    plan, out: torch.Tensor, qk_channels: int, head_k_dim: int, l2norm_qk: bool,
+                    activation: str | None, null_slot: int | None) -> None:
+    """Validated inputs (see :func:`qla_serve.gdn_conv`); fills ``out``, updates the conv state rows."""
+    T_, CD = x.shape
+    H = qk_channels // (2 * head_k_dim)
+    HV = (CD - qk_channels) // 128
+    if T_ == 1:     # a 1-token view's stride is arbitrary; the kernel's is compile-time
+        x = x.contiguous()
+    kern = conv_kernel(H, HV, weight.shape[1], IN_DTYPES[x.dtype], CONV_STATE_DTYPES[conv_state.dtype],
+                       conv_state_layout, bias is not None, l2norm_qk, has_initial_state is not None,
+                       _tstride(x, CD))
+    idx = state_indices.to(torch.int32).contiguous()
+    hinit = idx.view(torch.uint8)[:plan.num_seqs] if has_initial_state is None else \
+        has_initial_state.contiguous().view(torch.uint8)
+    null = -1 if null_slot is None else int(null_slot)
+    if bias is None:
+        kern(x, weight, conv_state, plan.chunk_bounds, idx, hinit, out, null)
+    else:
+        kern(x, weight, bias, conv_state, plan.chunk_bounds, idx, hinit, out, null)
+
+
 def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides: tuple[int, int, int]):
     """strides: token strides of k, g, beta."""
     from . import kkt_solve
