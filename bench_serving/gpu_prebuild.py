@@ -43,6 +43,23 @@ TEST_CONFIGS = [
 ]
 
 
+# hopper.conv_kernel arguments of tests/test_conv.py's GPU cases (H, HV, W, dtype, state dtype, layout,
+# bias, l2norm, has_initial_state, x token stride)
+CONV_TEST_FORMS = [
+    (1, 2, 4, "bfloat16", "bfloat16", "sd", False, True, True, 512),
+    (1, 2, 4, "bfloat16", "float32", "ds", True, True, True, 512),
+    (2, 4, 4, "bfloat16", "bfloat16", "sd", False, True, True, 1024 + 264),
+    (16, 32, 4, "bfloat16", "bfloat16", "sd", False, True, True, 8192),
+    (2, 16, 4, "bfloat16", "float32", "sd", False, True, True, 2560),
+    (2, 4, 4, "bfloat16", "bfloat16", "sd", False, True, True, 1024),
+]
+
+
+def build_conv(args) -> None:
+    """Process-pool entry: one gdn_conv kernel."""
+    hopper.conv_kernel(*args)
+
+
 def build_in_kernel_l2norm(var) -> None:
     """Process-pool entry: a variant's kernels with l2norm inside them (QLA_L2NORM=kernel, the tests' A/B)."""
     os.environ[hopper.L2NORM_ENV] = "kernel"
@@ -109,6 +126,8 @@ def main() -> None:
                                         has_initial_state=(True,))
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(True,),
                                         has_initial_state=(False,), packed_qkv=(True,))
+        vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
+                                        has_initial_state=(True,), packed_qkv=(True,))   # after gdn_conv
         in_kernel = list(dict.fromkeys(v for v in vs if v.use_qk_l2norm and v.num_k_heads == 2))
     vs = list(dict.fromkeys(form for v in vs for form in v.call_forms()))   # + each one's 1-token form
     print(f"{len(vs)} variants → {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
@@ -116,6 +135,8 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.processes, mp_context=mp.get_context("spawn")) as ex:
         list(ex.map(hopper.build_variant, vs))      # disk cache only: nothing loaded here
         list(ex.map(build_in_kernel_l2norm, in_kernel))
+        if not args.no_tests:
+            list(ex.map(build_conv, CONV_TEST_FORMS))
     print(f"built in {time.time() - t0:.1f} s", flush=True)
 
 
