@@ -123,11 +123,9 @@ def main() -> None:
     if not args.no_tests:
         vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in widths]
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
-                                        has_initial_state=(True,))
+                                        has_initial_state=(True,))   # also the form after gdn_conv (packed)
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(True,),
                                         has_initial_state=(False,), packed_qkv=(True,))
-        vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
-                                        has_initial_state=(True,), packed_qkv=(True,))   # after gdn_conv
         in_kernel = list(dict.fromkeys(v for v in vs if v.use_qk_l2norm and v.num_k_heads == 2))
     vs = list(dict.fromkeys(form for v in vs for form in v.call_forms()))   # + each one's 1-token form
     print(f"{len(vs)} variants → {os.environ.get('TILELANG_CACHE_DIR', '~/.tilelang/cache')}", flush=True)
