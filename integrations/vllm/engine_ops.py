@@ -170,26 +170,37 @@ def _qla_conv_why_not(layer, x: torch.Tensor) -> str | None:
     key = (x.dtype, x.stride(0) if x.shape[0] > 1 else None, state.dtype, tuple(state.shape), layer.activation)
     answers = layer.__dict__.setdefault("qla_conv_answers", {})
     if key not in answers:
-        from qla_serve.plan import plan_prefill
-
-        dev = x.device
-        weight = layer.conv1d.weight
-        probe = dict(x=x[:0], weight=weight.view(weight.size(0), -1), bias=layer.conv1d.bias, conv_state=state,
-                     activation=layer.activation, head_k_dim=layer.head_k_dim,
-                     qk_channels=2 * (layer.num_k_heads // layer.tp_size) * layer.head_k_dim,
-                     out=torch.empty(0, x.shape[1], dtype=x.dtype, device=dev),
-                     plan=plan_prefill([0], device="meta"))
         try:
-            why = next(b for b in dispatch.BACKENDS if b.name == "tilelang").why_not("conv", probe)
-        except Exception as exc:  # a half-installed kernel package must not take the server down
-            why = f"check failed: {exc!r}"
-        answers[key] = why
-        if why is not None:
+            answers[key] = _ask_conv_kernel(layer, x, state)
+        except Exception as exc:  # asking must never fail a step: keep vLLM's conv
+            answers[key] = f"check failed: {exc!r}"
+        if answers[key] is not None:
             import logging
 
             logging.getLogger("vllm.qla_serve").warning(
-                "qla-serve: the GDN causal conv stays on vLLM's kernel (then the op's l2norm pass): %s", why)
+                "qla-serve: the GDN causal conv stays on vLLM's kernel (then the op's l2norm pass): %s", answers[key])
     return answers[key]
+
+
+def _ask_conv_kernel(layer, x: torch.Tensor, state: torch.Tensor) -> str | None:
+    from qla_serve import dispatch
+    from qla_serve.plan import plan_prefill
+
+    weight = layer.conv1d.weight
+    width = weight.shape[-1]
+    channels, rows = (state.shape[1], state.shape[2]) if is_conv_state_dim_first() else (state.shape[2], state.shape[1])
+    if rows != width - 1:       # speculative decoding widens vLLM's conv state
+        return f"vLLM's conv state keeps {rows} rows, not the conv width − 1 = {width - 1} gdn_conv keeps"
+    if channels != x.shape[1] or tuple(state.stride()[1:]) != (state.shape[2], 1):
+        return f"vLLM's conv state {tuple(state.shape)} (strides {state.stride()}) is not rows of {x.shape[1]} channels"
+    probe = dict(x=x[:0], weight=weight.view(weight.size(0), -1), bias=layer.conv1d.bias, conv_state=state,
+                 activation=layer.activation, head_k_dim=layer.head_k_dim,
+                 qk_channels=2 * (layer.num_k_heads // layer.tp_size) * layer.head_k_dim,
+                 out=torch.empty(0, x.shape[1], dtype=x.dtype, device=x.device), plan=plan_prefill([0, 0], device="meta"))
+    try:
+        return next(b for b in dispatch.BACKENDS if b.name == "tilelang").why_not("conv", probe)
+    except Exception as exc:  # a half-installed kernel package must not take the server down
+        return f"check failed: {exc!r}"
 
 
 def _engine_conv(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices: torch.Tensor,
