@@ -27,38 +27,40 @@ POOL_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16"}
 
 # The variant axes each engine adapter can hit (``hopper.variants_for_heads`` keywords). Both hand
 # q/k/v as views of their packed qkv buffer. vLLM's adapter passes a ``has_initial_state`` vector,
-# its gates come from ``qla_serve.gdn_gating`` (:data:`GATING_ENGINES`) and its conv from
-# ``qla_serve.gdn_conv``, which normalises q/k (:data:`CONV_ENGINES`); with vLLM's own conv
-# (``QLA_VLLM_CONV=vllm``) it asks the op to normalise them ("vllm-views"). SGLang's passes no
-# ``has_initial_state`` and asks the op to normalise q/k. ``all`` is the union with contiguous
-# inputs (four times the variants).
+# its gates come from ``qla_serve.gdn_gating`` (:data:`GATING_ENGINES`), and by default it runs
+# vLLM's causal conv and asks the op to normalise q/k; with ``QLA_VLLM_CONV=qla`` it runs
+# ``qla_serve.gdn_conv``, which normalises them ("vllm-qla-conv", :data:`CONV_ENGINES`). SGLang's
+# passes no ``has_initial_state`` and asks the op to normalise q/k. ``all`` is the union with
+# contiguous inputs (four times the variants).
 ENGINE_AXES = {
-    "vllm": dict(use_qk_l2norm=(False,), has_initial_state=(True,), packed_qkv=(True,)),
-    "vllm-views": dict(use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,)),
+    "vllm": dict(use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,)),
+    "vllm-qla-conv": dict(use_qk_l2norm=(False,), has_initial_state=(True,), packed_qkv=(True,)),
     "sglang": dict(use_qk_l2norm=(True,), has_initial_state=(False,), packed_qkv=(True,)),
     "all": {},
 }
-GATING_ENGINES = ("vllm", "vllm-views", "all")
-CONV_ENGINES = ("vllm", "all")
-# The vLLM adapter's A/B switches (read by it and by warm-up, which builds what they select):
-VLLM_CONV_ENV = "QLA_VLLM_CONV"     # "qla" (default): qla_serve.gdn_conv; "vllm": vLLM's causal conv
+GATING_ENGINES = ("vllm", "vllm-qla-conv", "all")
+CONV_ENGINES = ("vllm-qla-conv", "all")
+# The vLLM adapter's switches (read by it and by warm-up, which builds what they select):
+VLLM_CONV_ENV = "QLA_VLLM_CONV"     # "vllm" (default): vLLM's causal conv; "qla": qla_serve.gdn_conv
 VLLM_PREP_ENV = "QLA_VLLM_PREP"     # "vllm": vLLM's fused_post_conv_prep (implies its conv)
 
 
 def vllm_conv_choice() -> str:
-    """"qla" or "vllm": whose causal conv the vLLM adapter runs on CUDA."""
+    """"vllm" or "qla": whose causal conv the vLLM adapter runs on CUDA. vLLM's by default: on the
+    H200 (session 15, ``bench_serving/layer_profile.py``) gdn_conv took 588 µs where vLLM's conv
+    took 118 and the op's l2norm pass 35 (16/32 heads, 8192 tokens)."""
     if os.environ.get(VLLM_PREP_ENV, "qla") == "vllm":
         return "vllm"
-    got = os.environ.get(VLLM_CONV_ENV, "qla").strip().lower() or "qla"
+    got = os.environ.get(VLLM_CONV_ENV, "vllm").strip().lower() or "vllm"
     if got not in ("qla", "vllm"):
-        raise ValueError(f"{VLLM_CONV_ENV}={got!r}: expected 'qla' or 'vllm'")
+        raise ValueError(f"{VLLM_CONV_ENV}={got!r}: expected 'vllm' or 'qla'")
     return got
 
 
 def engine_axes(engine: str) -> tuple[str, dict]:
     """(the axes' name, the axes) for ``engine``: "vllm" follows :func:`vllm_conv_choice`."""
-    if engine == "vllm" and vllm_conv_choice() == "vllm":
-        engine = "vllm-views"
+    if engine == "vllm" and vllm_conv_choice() == "qla":
+        engine = "vllm-qla-conv"
     return engine, ENGINE_AXES[engine]
 
 

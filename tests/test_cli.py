@@ -85,24 +85,24 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
     (variants, processes), = seen
     assert processes is None          # in-process: no worker pool inside an engine's worker
-    # views of qla_serve.gdn_conv's output, q/k already normalised by it
+    # views of vLLM's conv output, l2norm in the op
     assert {(v.num_k_heads, v.num_v_heads, v.pool_dtype, v.use_qk_l2norm, v.has_initial_state, v.packed_qkv)
-            for v in variants} == {(2, 8, "bfloat16", False, True, True)}
+            for v in variants} == {(2, 8, "bfloat16", True, True, True)}
     assert gates == hopper.gating_variants(8)     # the gdn_gating kernels the adapter calls
-    assert convs == hopper.conv_variants(2, 8)    # and its gdn_conv kernels
+    assert convs == []
     assert sorted(v.block_v for v in variants) == sorted(hopper.BLOCK_V_CHOICES)
     assert len(logged) == 1 and "2/8" in logged[0] and "bfloat16" in logged[0]
     # once per process: a second call (every later profiling run / extend) does nothing
     assert warmup.preload(torch.device("cuda", 0), 2, 8, torch.bfloat16, log=logged.append) is None
     assert len(seen) == 1 and len(logged) == 1
     assert "float16" in warmup.preload(torch.device("cuda", 0), 2, 8, torch.float16, log=logged.append)
-    # with vLLM's own conv (A/B switch) the op normalises q/k: the views' l2norm variants, no conv kernel
-    monkeypatch.setenv(warmup.VLLM_CONV_ENV, "vllm")
+    # with qla_serve.gdn_conv (QLA_VLLM_CONV=qla): views of its output without l2norm, and its kernels
+    monkeypatch.setenv(warmup.VLLM_CONV_ENV, "qla")
     seen.clear()
-    convs.clear()
     assert warmup.preload(torch.device("cuda", 0), 2, 16, torch.bfloat16, log=logged.append) is None
     (variants, _), = seen
-    assert {(v.use_qk_l2norm, v.packed_qkv) for v in variants} == {(True, True)} and convs == []
+    assert {(v.use_qk_l2norm, v.packed_qkv) for v in variants} == {(False, True)}
+    assert convs == hopper.conv_variants(2, 16)
     monkeypatch.setenv(warmup.VLLM_CONV_ENV, "fast")
     with pytest.raises(ValueError, match="QLA_VLLM_CONV"):
         warmup.vllm_conv_choice()

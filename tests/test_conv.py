@@ -216,15 +216,15 @@ def test_conv_kernel_agrees_with_vllm_conv_and_the_pass():
 @pytest.mark.gpu
 @pytest.mark.skipif(not (cuda_ok and have_tilelang), reason="needs an sm_90 GPU and tilelang")
 def test_vllm_warmup_covers_the_conv_path():
-    """What vLLM's warm-up builds (qla_serve.warmup, engine "vllm") is all the adapter's default
-    path runs: gdn_conv, then gdn_prefill on views of its output without l2norm. No compile after."""
+    """What vLLM's warm-up builds with QLA_VLLM_CONV=qla is all the adapter's gdn_conv path runs:
+    gdn_conv, then gdn_prefill on views of its output without l2norm. No compile after."""
     from qla_serve import gdn_prefill, warmup
     from qla_serve.kernels import hopper
 
     H, HV = 2, 4
-    _, axes = warmup.engine_axes("vllm")
+    axes = warmup.ENGINE_AXES["vllm-qla-conv"]
     hopper.warmup(hopper.variants_for_heads(H, HV, pool_dtypes=("float32",), **axes), log=None)
-    warmup._conv_kernels(hopper, H, HV, "vllm")
+    warmup._conv_kernels(hopper, H, HV, "vllm-qla-conv")
     before = hopper.compile_count
     for lens in ([70, 5, 300], [1]):
         case = make_conv_case(lens, H, HV, seed=len(lens), device="cuda:0")

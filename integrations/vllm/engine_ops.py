@@ -15,9 +15,10 @@ import torch
 from vllm.model_executor.layers.mamba.mamba_utils import is_conv_state_dim_first
 from vllm.platforms import current_platform
 
-# A/B switches, read here and by warm-up, which builds what they select: QLA_VLLM_CONV=vllm runs
-# vLLM's causal conv (then the op normalises q/k) instead of qla_serve.gdn_conv; QLA_VLLM_PREP=vllm
-# runs vLLM's fused_post_conv_prep after vLLM's conv (its contiguous variants are not preloaded).
+# Switches, read here and by warm-up, which builds what they select: QLA_VLLM_CONV=qla runs
+# qla_serve.gdn_conv (q/k normalised in the conv) instead of vLLM's causal conv followed by the op's
+# l2norm pass (the default: faster on the H200 in session 15); QLA_VLLM_PREP=vllm runs vLLM's
+# fused_post_conv_prep after vLLM's conv (an A/B aid; its contiguous variants are not preloaded).
 from qla_serve.warmup import VLLM_PREP_ENV as PREP_ENV
 from qla_serve.warmup import vllm_conv_choice as conv_choice
 
@@ -141,9 +142,9 @@ def conv_prefill(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices
                  has_initial_state: torch.Tensor, conv_md: Any, plan: Any = None) -> tuple[torch.Tensor, bool]:
     """``x [T, conv_dim]`` → (conv output ``[T, conv_dim]``, whether q/k came out l2-normalised).
 
-    CUDA: ``qla_serve.gdn_conv`` (vLLM's conv state updated in place, q/k normalised, one kernel)
-    unless ``QLA_VLLM_CONV=vllm`` or qla-serve's conv kernel refuses the layer; then vLLM's
-    Triton conv. CPU: vLLM's CPU conv."""
+    CUDA: vLLM's Triton conv; with ``QLA_VLLM_CONV=qla`` ``qla_serve.gdn_conv`` (vLLM's conv state
+    updated in place, q/k normalised, one kernel) unless its kernel refuses the layer. CPU: vLLM's
+    CPU conv."""
     if IS_CUDA and conv_choice() == "qla" and _qla_conv_why_not(layer, x) is None:
         from qla_serve import gdn_conv
 

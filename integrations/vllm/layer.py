@@ -8,11 +8,10 @@ When selected, one seam splits each step of a GDN layer (``_forward_core``):
 * decode-only steps, speculative verify, profiling runs → vLLM's own core, untouched (the first
   profiling run, or else the first prefill, also loads qla-serve's kernels for this layer's
   shapes, once per worker: ``qla_serve.warmup.preload``);
-* a step with prefills → all its tokens in one pass: the causal conv over the whole batch
-  (CUDA: ``qla_serve.gdn_conv``, which also l2-normalises q/k, on vLLM's conv state in place;
-  ``QLA_VLLM_CONV=vllm`` or a layer its kernel refuses: vLLM's conv, and the op normalises q/k;
-  CPU: vLLM's CPU conv), the gates from ``qla_serve.gdn_gating`` (CPU: vLLM's CPU gating op),
-  then one ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output,
+* a step with prefills → all its tokens in one pass: vLLM's causal conv over the whole batch
+  (``QLA_VLLM_CONV=qla``: ``qla_serve.gdn_conv`` on vLLM's conv state, q/k normalised there), the
+  gates from ``qla_serve.gdn_gating`` (CPU: vLLM's CPU gating op), then one
+  ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output (the op normalises q/k),
   in which the step's decode requests (vLLM puts them first) are one-token sequences beside the
   prefill chunks. It reads and writes vLLM's
   state cache in place by ``non_spec_state_indices_tensor`` (``has_initial_state``; null block
