@@ -72,6 +72,7 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
     @T.macro
     def body(x, weight, bias, conv_state, chunk_bounds, state_indices, has_initial_state, out, null_slot, bc, hb):
         # fp32: an fp32 conv state's rows go through unrounded (into the conv and, shifted, back out)
+        x16 = T.alloc_shared((C, BC), in_dtype)
         x_s = T.alloc_shared((C + S, BC), f32)
         o_s = T.alloc_shared((C, BC), in_dtype)
         w_s = T.alloc_shared((BC, W), f32)
@@ -86,14 +87,19 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
         live = (slot >= 0) & (slot != null_slot)
         init = reads_state(live, has_initial_state, seq)
         c0 = hb * BC
-        # Rows left − S … left + C − 1: x inside the sequence, the conv state in front of a first
-        # chunk (zero without one), zero past the end (never stored).
-        for r, c in T.Parallel(C + S, BC):
+        # The chunk's rows as one tile copy (vectorised; rows past x read as zero, rows of the next
+        # sequence only reach outputs that are not stored), widened to fp32 behind the S rows in
+        # front of it: x's when the chunk is not its sequence's first, else the conv state (zero
+        # without one). Session 15's first form loaded all rows element by element behind two
+        # conditions each: 588 µs for 8192 tokens at 16/32 heads, against vLLM's 118.
+        T.copy(x[left:left + C, c0:c0 + BC], x16)
+        for r, c in T.Parallel(S, BC):
             tok = left - S + r
             x_s[r, c] = T.if_then_else(
-                (tok >= start) & (tok < end), T.cast(x[tok, c0 + c], f32),
-                T.if_then_else((tok < start) & init, T.cast(state_at(conv_state, slot, S + tok - start, c0 + c), f32),
-                               0.0))
+                tok >= start, T.cast(x[tok, c0 + c], f32),
+                T.if_then_else(init, T.cast(state_at(conv_state, slot, S + tok - start, c0 + c), f32), 0.0))
+        for r, c in T.Parallel(C, BC):
+            x_s[S + r, c] = T.cast(x16[r, c], f32)
         for c, j in T.Parallel(BC, W):
             w_s[c, j] = T.cast(weight[c0 + c, j], f32)
         for t, c in T.Parallel(C, BC):
