@@ -30,7 +30,6 @@ import tilelang.language as T
 
 CHUNK = 64
 BLOCK_C = 128       # channels per CTA: one head (K = V = 128)
-THREADS = 256       # 32 of the tile's values a thread (at 128, 64 and their squares held ~170 registers)
 EPS = 1e-6
 PASS_CONFIGS: dict = {}
 
@@ -61,14 +60,10 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
     def state_at(conv_state, slot, row, ch):
         return conv_state[slot, row, ch] if sd else conv_state[slot, ch, row]
 
-    def row_at(x16, st_s, r, c):
-        """Row r of xx for this chunk: the S rows in front (fp32) below S, the chunk's tile above."""
-        return T.if_then_else(r < S, st_s[T.min(r, S - 1), c], T.cast(x16[T.max(r - S, 0), c], f32))
-
-    def conv_at(w_s, x16, st_s, bias, t, c, c0):
-        y = w_s[c, 0] * row_at(x16, st_s, t, c)
+    def conv_at(w_s, x_s, bias, t, c, c0):
+        y = w_s[c, 0] * x_s[t, c]
         for j in range(1, W):
-            y = y + w_s[c, j] * row_at(x16, st_s, t + j, c)
+            y = y + w_s[c, j] * x_s[t + j, c]
         return y + T.cast(bias[c0 + c], f32) if has_bias else y
 
     def reads_state(live, has_initial_state, seq):
@@ -76,8 +71,9 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
 
     @T.macro
     def body(x, weight, bias, conv_state, chunk_bounds, state_indices, has_initial_state, out, null_slot, bc, hb):
+        # fp32: an fp32 conv state's rows go through unrounded (into the conv and, shifted, back out)
         x16 = T.alloc_shared((C, BC), in_dtype)
-        st_s = T.alloc_shared((S, BC), f32)     # fp32: an fp32 conv state goes through unrounded
+        x_s = T.alloc_shared((C + S, BC), f32)
         o_s = T.alloc_shared((C, BC), in_dtype)
         w_s = T.alloc_shared((BC, W), f32)
         acc = T.alloc_fragment((C, BC), f32)
@@ -92,21 +88,22 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
         init = reads_state(live, has_initial_state, seq)
         c0 = hb * BC
         # The chunk's rows as one tile copy (vectorised; rows past x read as zero, rows of the next
-        # sequence only reach outputs that are not stored), and apart from it the S rows in front:
-        # x's when the chunk is not its sequence's first, else the conv state (zero without one).
-        # The conv reads the bf16 tile as it is (36 KB of shared memory a CTA). Session 15's first
-        # form loaded every element behind two conditions (588 µs for 8192 tokens at 16/32 heads,
-        # vLLM's conv 118); its second staged the tile in fp32 (68 KB, three CTAs an SM: 171 µs).
+        # sequence only reach outputs that are not stored), widened to fp32 behind the S rows in
+        # front of it: x's when the chunk is not its sequence's first, else the conv state (zero
+        # without one). Session 15's first form loaded all rows element by element behind two
+        # conditions each: 588 µs for 8192 tokens at 16/32 heads, against vLLM's 118.
         T.copy(x[left:left + C, c0:c0 + BC], x16)
         for r, c in T.Parallel(S, BC):
             tok = left - S + r
-            st_s[r, c] = T.if_then_else(
+            x_s[r, c] = T.if_then_else(
                 tok >= start, T.cast(x[tok, c0 + c], f32),
                 T.if_then_else(init, T.cast(state_at(conv_state, slot, S + tok - start, c0 + c), f32), 0.0))
+        for r, c in T.Parallel(C, BC):
+            x_s[S + r, c] = T.cast(x16[r, c], f32)
         for c, j in T.Parallel(BC, W):
             w_s[c, j] = T.cast(weight[c0 + c, j], f32)
         for t, c in T.Parallel(C, BC):
-            y = conv_at(w_s, x16, st_s, bias, t, c, c0)
+            y = conv_at(w_s, x_s, bias, t, c, c0)
             acc[t, c] = y / (1.0 + T.exp(-y))                       # silu
         if l2norm_qk:
             for t, c in T.Parallel(C, BC):
@@ -122,12 +119,11 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
                 if left + t < end:
                     out[left + t, c0 + c] = o_s[t, c]
         # The sequence's new conv state: xx's last S rows. Row n − S + s of the sequence (n tokens) is
-        # xx row n + s: in this first chunk's rows while n + s < C + S, else x itself.
+        # x_s row n + s while that lies in this first chunk's tile, else x itself.
         if live & (left == start):
             n = end - start
             for s, c in T.Parallel(S, BC):
-                val = T.if_then_else(n + s < C + S, row_at(x16, st_s, T.min(n + s, C + S - 1), c),
-                                     T.cast(x[end - S + s, c0 + c], f32))
+                val = T.if_then_else(n + s < C + S, x_s[n + s, c], T.cast(x[end - S + s, c0 + c], f32))
                 if sd:      # compile-time
                     conv_state[slot, s, c0 + c] = T.cast(val, state_dtype)
                 else:
@@ -146,7 +142,7 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
             out: T.Tensor((NT, CD), in_dtype),
             null_slot: T.int32,
         ):
-            with T.Kernel(NC, NB, threads=THREADS) as (bc, hb):
+            with T.Kernel(NC, NB, threads=128) as (bc, hb):
                 body(x, weight, bias, conv_state, chunk_bounds, state_indices, has_initial_state, out, null_slot,
                      bc, hb)
         return qla_gdn_conv_bias
@@ -162,6 +158,6 @@ def build_conv(H: int, HV: int, K: int, V: int, width: int, in_dtype: str, state
         out: T.Tensor((NT, CD), in_dtype),
         null_slot: T.int32,
     ):
-        with T.Kernel(NC, NB, threads=THREADS) as (bc, hb):
+        with T.Kernel(NC, NB, threads=128) as (bc, hb):
             body(x, weight, None, conv_state, chunk_bounds, state_indices, has_initial_state, out, null_slot, bc, hb)
     return qla_gdn_conv
