@@ -107,6 +107,42 @@ def _check_out(out: torch.Tensor | None, shape: tuple[int, ...], like: torch.Ten
         raise ValueError(f"out is on {out.device} but q is on {like.device}")
 
 
+def _check_batch(cu_seqlens: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
+                 null_slot: int | None, plan: PrefillPlan | None, num_slots: int, dev: torch.device,
+                 T: int, first: str) -> PrefillPlan:
+    """The batch's sequence metadata against each other and the plan (built here when missing,
+    which reads the boundaries and indices back to the host: a sync on GPU). ``first``: the name of
+    the tensor whose device ``dev`` is, for messages. Returns the plan."""
+    if cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 2:
+        raise ValueError(f"cu_seqlens must be 1-D with N+1 ≥ 2 entries, got shape {tuple(cu_seqlens.shape)}")
+    _check_dtype("cu_seqlens", cu_seqlens, INDEX_DTYPES)
+    N = cu_seqlens.shape[0] - 1
+    _check_indices("state_indices", state_indices, N)
+    if has_initial_state is not None:
+        if has_initial_state.dim() != 1 or has_initial_state.shape[0] != N:
+            raise ValueError(f"has_initial_state must have shape [{N}], got {tuple(has_initial_state.shape)}")
+        if has_initial_state.dtype != torch.bool:
+            raise TypeError(f"has_initial_state must be bool, got {has_initial_state.dtype}")
+    if null_slot is not None and not isinstance(null_slot, int):
+        raise TypeError(f"null_slot must be an int or None, got {type(null_slot).__name__}")
+
+    if plan is None:
+        # No plan: build one here. This reads device metadata back to the host (a sync on GPU).
+        plan = plan_prefill(cu_seqlens.cpu(), device=dev, state_indices_cpu=state_indices.cpu(),
+                            num_slots=num_slots, null_slot=null_slot)
+    else:
+        if plan.num_seqs != N:
+            raise ValueError(f"plan describes {plan.num_seqs} sequences but cu_seqlens describes {N}")
+        if plan.device != dev:
+            raise ValueError(f"plan was built for {plan.device} but {first} is on {dev}")
+        if not plan.checked_indices and state_indices.device.type == "cpu":
+            # Host-resident indices cost nothing to check; device ones are checked only by the plan.
+            check_slot_indices(state_indices.tolist(), num_slots, null_slot)
+    if plan.total_tokens != T:
+        raise ValueError(f"cu_seqlens[-1] = {plan.total_tokens} must equal the number of tokens T = {T}")
+    return plan
+
+
 def gdn_prefill(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
     state_pool: torch.Tensor, state_indices: torch.Tensor, cu_seqlens: torch.Tensor,
@@ -153,33 +189,9 @@ def gdn_prefill(
     _same_device(dev, k=k, v=v, g=g, beta=beta, state_pool=state_pool, state_indices=state_indices,
                  cu_seqlens=cu_seqlens, has_initial_state=has_initial_state, out=out, checkpoints=checkpoints)
     _check_pool(state_pool, state_layout, HV, Kd, Vd)
-    if cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 2:
-        raise ValueError(f"cu_seqlens must be 1-D with N+1 ≥ 2 entries, got shape {tuple(cu_seqlens.shape)}")
-    _check_dtype("cu_seqlens", cu_seqlens, INDEX_DTYPES)
-    N = cu_seqlens.shape[0] - 1
-    _check_indices("state_indices", state_indices, N)
-    if has_initial_state is not None:
-        if has_initial_state.dim() != 1 or has_initial_state.shape[0] != N:
-            raise ValueError(f"has_initial_state must have shape [{N}], got {tuple(has_initial_state.shape)}")
-        if has_initial_state.dtype != torch.bool:
-            raise TypeError(f"has_initial_state must be bool, got {has_initial_state.dtype}")
-    if null_slot is not None and not isinstance(null_slot, int):
-        raise TypeError(f"null_slot must be an int or None, got {type(null_slot).__name__}")
-
-    if plan is None:
-        # No plan: build one here. This reads device metadata back to the host (a sync on GPU).
-        plan = plan_prefill(cu_seqlens.cpu(), device=dev, state_indices_cpu=state_indices.cpu(),
-                            num_slots=state_pool.shape[0], null_slot=null_slot)
-    else:
-        if plan.num_seqs != N:
-            raise ValueError(f"plan describes {plan.num_seqs} sequences but cu_seqlens describes {N}")
-        if plan.device != dev:
-            raise ValueError(f"plan was built for {plan.device} but q is on {dev}")
-        if not plan.checked_indices and state_indices.device.type == "cpu":
-            # Host-resident indices cost nothing to check; device ones are checked only by the plan.
-            check_slot_indices(state_indices.tolist(), state_pool.shape[0], null_slot)
-    if plan.total_tokens != T:
-        raise ValueError(f"cu_seqlens[-1] = {plan.total_tokens} must equal the number of tokens T = {T}")
+    plan = _check_batch(cu_seqlens, state_indices, has_initial_state, null_slot, plan, state_pool.shape[0], dev, T,
+                        "q")
+    N = plan.num_seqs
     _check_out(out, (T, HV, Vd), v)
     if checkpoints is not None:
         _tensor("checkpoints", checkpoints)
@@ -363,30 +375,9 @@ def gdn_conv(
     dev = x.device
     _same_device(dev, "x", weight=weight, bias=bias, conv_state=conv_state, state_indices=state_indices,
                  cu_seqlens=cu_seqlens, has_initial_state=has_initial_state, out=out)
-    if cu_seqlens.dim() != 1 or cu_seqlens.shape[0] < 2:
-        raise ValueError(f"cu_seqlens must be 1-D with N+1 ≥ 2 entries, got shape {tuple(cu_seqlens.shape)}")
-    _check_dtype("cu_seqlens", cu_seqlens, INDEX_DTYPES)
-    N = cu_seqlens.shape[0] - 1
-    _check_indices("state_indices", state_indices, N)
-    if has_initial_state is not None:
-        if has_initial_state.dim() != 1 or has_initial_state.shape[0] != N:
-            raise ValueError(f"has_initial_state must have shape [{N}], got {tuple(has_initial_state.shape)}")
-        if has_initial_state.dtype != torch.bool:
-            raise TypeError(f"has_initial_state must be bool, got {has_initial_state.dtype}")
-    if null_slot is not None and not isinstance(null_slot, int):
-        raise TypeError(f"null_slot must be an int or None, got {type(null_slot).__name__}")
-    if plan is None:
-        plan = plan_prefill(cu_seqlens.cpu(), device=dev, state_indices_cpu=state_indices.cpu(),
-                            num_slots=conv_state.shape[0], null_slot=null_slot)
-    else:
-        if plan.num_seqs != N:
-            raise ValueError(f"plan describes {plan.num_seqs} sequences but cu_seqlens describes {N}")
-        if plan.device != dev:
-            raise ValueError(f"plan was built for {plan.device} but x is on {dev}")
-        if not plan.checked_indices and state_indices.device.type == "cpu":
-            check_slot_indices(state_indices.tolist(), conv_state.shape[0], null_slot)
-    if plan.total_tokens != T:
-        raise ValueError(f"cu_seqlens[-1] = {plan.total_tokens} must equal the number of tokens T = {T}")
+    plan = _check_batch(cu_seqlens, state_indices, has_initial_state, null_slot, plan, conv_state.shape[0], dev, T,
+                        "x")
+    N = plan.num_seqs
     _check_out(out, (T, C), x)
     out2 = torch.empty(T, C, dtype=x.dtype, device=dev) if out is None else (out[0] if out.dim() == 3 else out)
     if N and T:
