@@ -13,32 +13,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
 
-import qla_serve
-from qla_serve import plan_prefill
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layer_profile import event_us  # noqa: E402
+
+import qla_serve  # noqa: E402
+from qla_serve import plan_prefill  # noqa: E402
 
 K = V = 128
 MIXES = {"1x8192": [8192], "16x1+2x4096": [1] * 16 + [4096, 4096], "16x1+1x1024": [1] * 16 + [1024],
          "4x1+1x256": [1] * 4 + [256]}
 
 
-def gpu_us(fn, reps: int = 25) -> float:
-    fn()
-    torch.cuda.synchronize()
-    got = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(2_000_000)            # the GPU busy ahead: no host gaps inside the timing
-        e0.record()
-        fn()
-        e1.record()
-        torch.cuda.synchronize()
-        got.append(e0.elapsed_time(e1) * 1e3)
-    return round(statistics.median(got), 1)
+def gpu_us(fn) -> float:
+    fn()                                        # loads (or compiles) the kernel outside the timing
+    return event_us(fn, 2_000_000, reps=25)     # queued behind a busy GPU: no host gaps inside
 
 
 def row(H: int, HV: int, seqlens: list[int]) -> dict:

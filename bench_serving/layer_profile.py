@@ -87,33 +87,31 @@ def best_host_us(fn, n: int) -> float:
     return round(best, 1)
 
 
-def gpu_us(fn) -> float:
-    """GPU µs of one call queued behind a busy GPU (median of 15)."""
+def event_us(fn, busy_cycles: int, before=lambda: None, reps: int = 15) -> float:
+    """CUDA-event µs around one call (median of ``reps``). With ``busy_cycles`` the call is queued
+    behind a GPU kept busy that long (no host gaps: its GPU time); with 0 it starts on an idle GPU
+    (what a step's first GDN layer meets). ``before`` runs untimed ahead of each call."""
     got = []
-    for _ in range(15):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(SLEEP_CYCLES // 10)
-        e0.record()
-        fn()
-        e1.record()
-        torch.cuda.synchronize()
-        got.append(e0.elapsed_time(e1) * 1e3)
-    return round(statistics.median(got), 1)
-
-
-def idle_us(fn, before=lambda: None) -> float:
-    """Events around one call started on an idle GPU (median of 15): ``before`` runs untimed."""
-    got = []
-    for _ in range(15):
+    for _ in range(reps):
         before()
         torch.cuda.synchronize()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if busy_cycles:
+            torch.cuda._sleep(busy_cycles)
         e0.record()
         fn()
         e1.record()
         torch.cuda.synchronize()
         got.append(e0.elapsed_time(e1) * 1e3)
     return round(statistics.median(got), 1)
+
+
+def gpu_us(fn) -> float:
+    return event_us(fn, SLEEP_CYCLES // 10)
+
+
+def idle_us(fn, before=lambda: None) -> float:
+    return event_us(fn, 0, before)
 
 
 def row(H: int, HV: int, seqlens: list[int], n: int, conv_choice: str) -> dict:
