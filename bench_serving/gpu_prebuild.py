@@ -60,6 +60,16 @@ def build_conv(args) -> None:
     hopper.conv_kernel(*args)
 
 
+def build_gating(args) -> None:
+    """Process-pool entry: one gating kernel (``gdn_gating``, and ``gates=`` calls without l2norm)."""
+    hopper.gating_kernel(*args)
+
+
+def build_gated_norm(args) -> None:
+    """Process-pool entry: one l2norm pass that also computes the gates (``gdn_prefill(gates=...)``)."""
+    hopper.qk_norm_kernel(*args)
+
+
 def build_in_kernel_l2norm(var) -> None:
     """Process-pool entry: a variant's kernels with l2norm inside them (QLA_L2NORM=kernel, the tests' A/B)."""
     os.environ[hopper.L2NORM_ENV] = "kernel"
@@ -135,6 +145,8 @@ def main() -> None:
         list(ex.map(build_in_kernel_l2norm, in_kernel))
         if not args.no_tests:
             list(ex.map(build_conv, CONV_TEST_FORMS))
+            list(ex.map(build_gated_norm, hopper.qk_norm_gating_variants(vs)))
+            list(ex.map(build_gating, [a for hv in (4, 8, 32) for a in hopper.gating_variants(hv)]))
     print(f"built in {time.time() - t0:.1f} s", flush=True)
 
 

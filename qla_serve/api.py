@@ -8,7 +8,7 @@ no device→host sync.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -50,6 +50,37 @@ def _check_dtype(name: str, x: torch.Tensor, allowed: tuple[torch.dtype, ...]) -
         raise TypeError(f"{name} dtype must be one of {names}, got {x.dtype}")
 
 
+class GateInputs(NamedTuple):
+    """GDN's raw gate inputs, for :func:`gdn_prefill` to compute ``g`` and ``beta`` itself (the
+    formula of :func:`gdn_gating`) instead of taking them: a ``[T, HV]`` (or ``[1, T, HV]``) each,
+    A_log and dt_bias ``[HV]``; bf16/fp16/fp32. On the Hopper path this costs no launch of its own
+    (the gates ride in the q/k l2norm pass), so an adapter saves an op call per layer."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    A_log: torch.Tensor
+    dt_bias: torch.Tensor
+    softplus_threshold: float = 20.0
+
+
+def _check_gate_inputs(a, b, A_log, dt_bias, prefix: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    """Types, dtypes, shapes and devices of raw gate inputs; returns ``(a, b)`` as ``[T, HV]``.
+    ``prefix`` goes before every name in messages ("gates." for gdn_prefill's)."""
+    p = prefix
+    for name, x in (("a", a), ("b", b), ("A_log", A_log), ("dt_bias", dt_bias)):
+        _tensor(p + name, x)
+        _check_dtype(p + name, x, ACTIVATION_DTYPES)
+    a, b = (_drop_unit_batch(p + n, x, 2) for n, x in (("a", a), ("b", b)))
+    if a.shape != b.shape:
+        raise ValueError(f"{p}b shape {tuple(b.shape)} must equal {p}a shape {tuple(a.shape)}")
+    HV = a.shape[1]
+    for name, x in (("A_log", A_log), ("dt_bias", dt_bias)):
+        if tuple(x.shape) != (HV,):
+            raise ValueError(f"{p}{name} must have shape [{HV}] ({p}a's heads), got {tuple(x.shape)}")
+    _same_device(a.device, p + "a", **{p + "b": b, p + "A_log": A_log, p + "dt_bias": dt_bias})
+    return a, b
+
+
 def _check_qkv(q, k, v, g, beta, n_tokens_dim: str):
     if q.shape != k.shape:
         raise ValueError(f"k shape {tuple(k.shape)} must equal q shape {tuple(q.shape)}")
@@ -67,6 +98,8 @@ def _check_qkv(q, k, v, g, beta, n_tokens_dim: str):
         if x.stride(-1) != 1:
             raise ValueError(f"{name} must have a contiguous last dim (stride(-1) == 1), got strides {x.stride()}")
     for name, x in (("g", g), ("beta", beta)):
+        if x is None:       # gdn_prefill(gates=...): the op fills its own
+            continue
         if tuple(x.shape) != (T, HV):
             raise ValueError(f"{name} must have shape [{n_tokens_dim}, HV] = {(T, HV)}, got {tuple(x.shape)}")
         if not x.dtype.is_floating_point:
@@ -144,11 +177,13 @@ def _check_batch(cu_seqlens: torch.Tensor, state_indices: torch.Tensor, has_init
 
 
 def gdn_prefill(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None, *,
     state_pool: torch.Tensor, state_indices: torch.Tensor, cu_seqlens: torch.Tensor,
     has_initial_state: torch.Tensor | None = None, plan: PrefillPlan | None = None,
     scale: float | None = None, use_qk_l2norm: bool = False, out: torch.Tensor | None = None,
     checkpoints: torch.Tensor | None = None, state_layout: str = "vk", null_slot: int | None = None,
+    gates: GateInputs | None = None,
 ) -> torch.Tensor:
     """Chunked GDN prefill for a varlen batch, states read from and written to ``state_pool`` in place.
 
@@ -157,6 +192,7 @@ def gdn_prefill(
             contiguous last dim (e.g. slices of one packed qkv buffer).
         v: ``[T, HV, V]``; value head i uses key head ``i // (HV // H)``.
         g: ``[T, HV]`` log-space decay (≤ 0), fp32. beta: ``[T, HV]`` in [0, 1], fp32.
+            Both, or neither with ``gates``.
         state_pool: ``[slots, HV, V, K]`` (``state_layout="vk"``, vLLM and SGLang) or
             ``[slots, HV, K, V]`` ("kv"); fp32/bf16/fp16; any ``stride(0)``.
         state_indices: ``[N]`` int32/int64 pool row per sequence. A negative index or
@@ -170,11 +206,23 @@ def gdn_prefill(
         out: optional ``[T, HV, V]`` output buffer (v's dtype).
         checkpoints: optional ``[1, num_chunks, HV, *state]`` buffer receiving the state before
             each 64-token chunk (FLA's ``h``), in the pool's layout.
+        gates: :class:`GateInputs` instead of ``g`` and ``beta``: the op computes them
+            (:func:`gdn_gating`'s formula) as part of the call.
 
     Returns:
         ``out``: ``[T, HV, V]`` (``[1, T, HV, V]`` when q had a leading 1).
     """
-    for name, x in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("state_pool", state_pool),
+    if gates is None:
+        if g is None or beta is None:
+            raise ValueError("gdn_prefill needs g and beta, or gates=GateInputs(a, b, A_log, dt_bias)")
+        gate_tensors = (("g", g), ("beta", beta))
+    else:
+        if not isinstance(gates, GateInputs):
+            raise TypeError(f"gates must be a qla_serve.GateInputs, got {type(gates).__name__}")
+        if g is not None or beta is not None:
+            raise ValueError("pass g and beta, or gates, not both")
+        gate_tensors = ()
+    for name, x in (("q", q), ("k", k), ("v", v), *gate_tensors, ("state_pool", state_pool),
                     ("state_indices", state_indices), ("cu_seqlens", cu_seqlens)):
         _tensor(name, x)
     if has_initial_state is not None:
@@ -183,11 +231,18 @@ def gdn_prefill(
         raise TypeError(f"plan must be a PrefillPlan from qla_serve.plan_prefill, got {type(plan).__name__}")
     batched = q.dim() == 4
     q, k, v = (_drop_unit_batch(n, x, 3) for n, x in (("q", q), ("k", k), ("v", v)))
-    g, beta = (_drop_unit_batch(n, x, 2) for n, x in (("g", g), ("beta", beta)))
+    if gates is None:
+        g, beta = (_drop_unit_batch(n, x, 2) for n, x in (("g", g), ("beta", beta)))
     T, H, Kd, HV, Vd = _check_qkv(q, k, v, g, beta, "T")
     dev = q.device
+    if gates is not None:
+        a, b = _check_gate_inputs(*gates[:4], prefix="gates.")
+        if tuple(a.shape) != (T, HV):
+            raise ValueError(f"gates.a and gates.b must have shape [T, HV] = {(T, HV)}, got {tuple(a.shape)}")
+        gates = gates._replace(a=a, b=b, softplus_threshold=float(gates.softplus_threshold))
     _same_device(dev, k=k, v=v, g=g, beta=beta, state_pool=state_pool, state_indices=state_indices,
-                 cu_seqlens=cu_seqlens, has_initial_state=has_initial_state, out=out, checkpoints=checkpoints)
+                 cu_seqlens=cu_seqlens, has_initial_state=has_initial_state, out=out, checkpoints=checkpoints,
+                 **{"gates.a": gates.a} if gates is not None else {})
     _check_pool(state_pool, state_layout, HV, Kd, Vd)
     plan = _check_batch(cu_seqlens, state_indices, has_initial_state, null_slot, plan, state_pool.shape[0], dev, T,
                         "q")
@@ -203,11 +258,14 @@ def gdn_prefill(
         scale = Kd ** -0.5
 
     out3 = torch.empty(T, HV, Vd, dtype=v.dtype, device=dev) if out is None else (out[0] if out.dim() == 4 else out)
+    if gates is not None:   # the backend fills these from the gate inputs first
+        g = torch.empty(T, HV, dtype=torch.float32, device=dev)
+        beta = torch.empty(T, HV, dtype=torch.float32, device=dev)
     call = dict(q=q, k=k, v=v, g=g if g.dtype == torch.float32 else g.float(),
                 beta=beta if beta.dtype == torch.float32 else beta.float(),
                 state_pool=state_pool, state_indices=state_indices, has_initial_state=has_initial_state,
                 plan=plan, scale=float(scale), use_qk_l2norm=bool(use_qk_l2norm), out=out3,
-                state_layout=state_layout, null_slot=null_slot, checkpoints=checkpoints)
+                state_layout=state_layout, null_slot=null_slot, checkpoints=checkpoints, gates=gates)
     if N:
         dispatch.run("prefill", call)
     result = out if out is not None else out3
@@ -276,17 +334,7 @@ def gdn_gating(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: t
     Returns:
         ``(g, beta)``: ``[T, HV]`` fp32 each.
     """
-    for name, x in (("a", a), ("b", b), ("A_log", A_log), ("dt_bias", dt_bias)):
-        _tensor(name, x)
-        _check_dtype(name, x, ACTIVATION_DTYPES)
-    a, b = (_drop_unit_batch(n, x, 2) for n, x in (("a", a), ("b", b)))
-    if a.shape != b.shape:
-        raise ValueError(f"b shape {tuple(b.shape)} must equal a shape {tuple(a.shape)}")
-    HV = a.shape[1]
-    for name, x in (("A_log", A_log), ("dt_bias", dt_bias)):
-        if tuple(x.shape) != (HV,):
-            raise ValueError(f"{name} must have shape [{HV}] (a's heads), got {tuple(x.shape)}")
-    _same_device(a.device, "a", b=b, A_log=A_log, dt_bias=dt_bias)
+    a, b = _check_gate_inputs(a, b, A_log, dt_bias)
     g = torch.empty(a.shape, dtype=torch.float32, device=a.device)
     beta = torch.empty(a.shape, dtype=torch.float32, device=a.device)
     if a.shape[0]:

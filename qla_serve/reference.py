@@ -182,9 +182,10 @@ def prefill_reference(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
     state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
     plan: PrefillPlan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
-    null_slot: int | None, checkpoints: torch.Tensor | None,
+    null_slot: int | None, checkpoints: torch.Tensor | None, gates=None,
 ) -> None:
     """Reference backend for :func:`qla_serve.gdn_prefill` (validated 3-D inputs; writes out, pool).
+    With ``gates`` (``GateInputs``), ``g`` and ``beta`` are buffers filled from them first.
 
     All chunks of all sequences are packed into one [NT, HV, C, ...] batch for the intra-chunk
     algebra; the serial state walk then advances every sequence's j-th chunk together. One-token
@@ -192,6 +193,8 @@ def prefill_reference(
     chunks each would cost a whole 64-token chunk's algebra (CPU machine, heads 2/4: 15 decodes
     beside a 497-token chunk took 22 ms a call that way, 11 ms this way).
     """
+    if gates is not None:
+        gating_reference(gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta, gates.softplus_threshold)
     dev, N = q.device, plan.num_seqs
     hv, Kd, Vd = v.shape[1], k.shape[-1], v.shape[-1]
     slots = _host_list(state_indices, N, -1)

@@ -26,19 +26,21 @@ def variants_for(config: dict, tp_sizes: list[int] | None = None) -> list[tuple[
 POOL_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16"}
 
 # The variant axes each engine adapter can hit (``hopper.variants_for_heads`` keywords). Both hand
-# q/k/v as views of their packed qkv buffer. vLLM's adapter passes a ``has_initial_state`` vector,
-# its gates come from ``qla_serve.gdn_gating`` (:data:`GATING_ENGINES`), and by default it runs
-# vLLM's causal conv and asks the op to normalise q/k; with ``QLA_VLLM_CONV=qla`` it runs
-# ``qla_serve.gdn_conv``, which normalises them ("vllm-qla-conv", :data:`CONV_ENGINES`). SGLang's
-# passes no ``has_initial_state`` and asks the op to normalise q/k. ``all`` is the union with
-# contiguous inputs (four times the variants).
+# q/k/v as views of their packed qkv buffer. vLLM's adapter passes a ``has_initial_state`` vector
+# and its raw gate inputs (``gdn_prefill(gates=...)``); by default it runs vLLM's causal conv and
+# asks the op to normalise q/k, so the gates ride in the l2norm pass (:data:`GATED_NORM_ENGINES`);
+# with ``QLA_VLLM_CONV=qla`` it runs ``qla_serve.gdn_conv``, which normalises them
+# ("vllm-qla-conv", :data:`CONV_ENGINES`), and the gates take the gating kernel
+# (:data:`GATING_ENGINES`). SGLang's passes no ``has_initial_state``, its own g and beta, and asks
+# the op to normalise q/k. ``all`` is the union with contiguous inputs (four times the variants).
 ENGINE_AXES = {
     "vllm": dict(use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,)),
     "vllm-qla-conv": dict(use_qk_l2norm=(False,), has_initial_state=(True,), packed_qkv=(True,)),
     "sglang": dict(use_qk_l2norm=(True,), has_initial_state=(False,), packed_qkv=(True,)),
     "all": {},
 }
-GATING_ENGINES = ("vllm", "vllm-qla-conv", "all")
+GATING_ENGINES = ("vllm-qla-conv", "all")
+GATED_NORM_ENGINES = ("vllm", "all")
 CONV_ENGINES = ("vllm-qla-conv", "all")
 # The vLLM adapter's switches (read by it and by warm-up, which builds what they select):
 VLLM_CONV_ENV = "QLA_VLLM_CONV"     # "vllm" (default): vLLM's causal conv; "qla": qla_serve.gdn_conv
@@ -75,12 +77,23 @@ def _conv_kernels(hopper, num_k_heads: int, num_v_heads: int, engine: str) -> in
 
 
 def _gating_kernels(hopper, num_v_heads: int, engine: str) -> int:
-    """Compile or load the ``gdn_gating`` kernels an engine's adapter calls; returns how many."""
+    """Compile or load the gating kernels an engine's adapter calls; returns how many."""
     if engine not in GATING_ENGINES:
         return 0
     args = hopper.gating_variants(num_v_heads)
     for a in args:
         hopper.gating_kernel(*a)
+    return len(args)
+
+
+def _gated_norm_kernels(hopper, variants, engine: str) -> int:
+    """Compile or load the l2norm passes that also compute the gates, for these variants' call
+    forms, where the engine's adapter passes raw gate inputs; returns how many."""
+    if engine not in GATED_NORM_ENGINES:
+        return 0
+    args = hopper.qk_norm_gating_variants(variants)
+    for a in args:
+        hopper.qk_norm_kernel(*a)
     return len(args)
 
 
@@ -108,6 +121,7 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
     hopper.warmup(variants, processes=processes or os.cpu_count())
     for hv in sorted({hv for _, hv in heads}):
         _gating_kernels(hopper, hv, engine)
+    _gated_norm_kernels(hopper, variants, engine)
     for h, hv in sorted(set(heads)):
         _conv_kernels(hopper, h, hv, engine)
     print(f"heads {', '.join(f'{h}/{hv}' for h, hv in heads)} ({engine}): {len(variants)} variants ready")
@@ -157,6 +171,7 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
         with torch.cuda.device(device):
             hopper.warmup(variants, log=None)
             _gating_kernels(hopper, num_v_heads, engine)
+            _gated_norm_kernels(hopper, variants, engine)
             _conv_kernels(hopper, num_k_heads, num_v_heads, engine)
         dt = time.perf_counter() - t0
     except Exception as exc:  # kernels then load on first use: never fail a server for this

@@ -76,9 +76,10 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     monkeypatch.setattr(warmup, "_preloaded", set())
     seen = []
     monkeypatch.setattr(hopper, "warmup", lambda variants, log=None, processes=None: seen.append((list(variants), processes)))
-    gates, convs = [], []
+    gates, convs, norms = [], [], []
     monkeypatch.setattr(hopper, "gating_kernel", lambda *a: gates.append(a))
     monkeypatch.setattr(hopper, "conv_kernel", lambda *a: convs.append(a))
+    monkeypatch.setattr(hopper, "qk_norm_kernel", lambda *a: norms.append(a))
     monkeypatch.delenv(warmup.VLLM_CONV_ENV, raising=False)
     monkeypatch.delenv(warmup.VLLM_PREP_ENV, raising=False)
     logged = []
@@ -88,7 +89,12 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     # views of vLLM's conv output, l2norm in the op
     assert {(v.num_k_heads, v.num_v_heads, v.pool_dtype, v.use_qk_l2norm, v.has_initial_state, v.packed_qkv)
             for v in variants} == {(2, 8, "bfloat16", True, True, True)}
-    assert gates == hopper.gating_variants(8)     # the gdn_gating kernels the adapter calls
+    # the adapter hands its raw gate inputs: they ride in the l2norm pass, for each call form
+    assert gates == []
+    assert norms == hopper.qk_norm_gating_variants(variants)
+    w = 2 * 2 * 128 + 8 * 128
+    assert {(n[3], n[4]) for n in norms} == {(st, spec) for st in ((w, w), (256, 256))
+                                             for spec in hopper.gating_variants(8)}
     assert convs == []
     assert sorted(v.block_v for v in variants) == sorted(hopper.BLOCK_V_CHOICES)
     assert len(logged) == 1 and "2/8" in logged[0] and "bfloat16" in logged[0]
@@ -103,6 +109,7 @@ def test_preload_loads_the_engines_variants(monkeypatch):
     (variants, _), = seen
     assert {(v.use_qk_l2norm, v.packed_qkv) for v in variants} == {(False, True)}
     assert convs == hopper.conv_variants(2, 16)
+    assert gates == hopper.gating_variants(16)    # no l2norm pass: the gates take their own kernel
     monkeypatch.setenv(warmup.VLLM_CONV_ENV, "fast")
     with pytest.raises(ValueError, match="QLA_VLLM_CONV"):
         warmup.vllm_conv_choice()

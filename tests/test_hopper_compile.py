@@ -128,6 +128,21 @@ def test_gating_kernels_compile_for_sm90a():
         assert "expf" in src and "logf" in src
 
 
+def test_l2norm_pass_with_gates_compiles_for_sm90a():
+    """The l2norm pass that also computes the gates, for vLLM's call forms (packed views and the
+    1-token batch's compact copies; A_log fp32, dt_bias bf16; every parameter dtype pair under
+    QLA_COMPILE_ALL)."""
+    forms = hopper.qk_norm_gating_variants(hopper.variants_for_heads(
+        16, 32, pool_dtypes=("bfloat16",), use_qk_l2norm=(True,), has_initial_state=(True,), packed_qkv=(True,),
+        block_v=(128,)))
+    if not os.environ.get("QLA_COMPILE_ALL"):
+        forms = [f for f in forms if f[4][2:4] == ("float32", "bfloat16")]
+    assert len(forms) == (8 if os.environ.get("QLA_COMPILE_ALL") else 2)
+    for args in forms:
+        src = hopper.qk_norm_kernel(*args).get_kernel_source()
+        assert "rsqrt" in src and "expf" in src and "logf" in src
+
+
 def test_conv_kernels_compile_for_sm90a():
     """The gdn_conv kernels vLLM's warm-up builds, and the other forms the op takes: vLLM's "ds" conv
     state layout, an fp32 state, a bias, no l2norm, a strided x."""

@@ -268,6 +268,53 @@ def test_l2norm_inside_the_kernels_matches_oracle(tag, seqlens, H, HV, kw, block
     check(case, out, pool_before, tag + "-in-kernel", s_tol=8e-3 if bf16_pool else 5e-3)
 
 
+GATE_FORMS = [
+    # tag, seqlens, H, HV, make_case kwargs: the l2norm pass computes the gates (packed views, as
+    # vLLM's adapter; a 1-token batch: compact copies), or, without l2norm, the gating kernel does
+    ("gates-in-l2-pass-2/8-bf16-kv", SHORT[:8], 2, 8, dict(gmax=1.0, pool_dtype=torch.bfloat16, layout="kv",
+                                                           l2_in_kernel=True, packed=True)),
+    ("gates-in-l2-pass-one-token", [1], 2, 8, dict(gmax=1.0, l2_in_kernel=True, packed=True, skip_every=0)),
+    ("gates-no-l2-2/4-fp32-vk", SHORT, 2, 4, dict(gmax=1.0, packed=True)),
+]
+
+
+@skip
+@pytest.mark.parametrize("tag,seqlens,H,HV,kw", GATE_FORMS, ids=[c[0] for c in GATE_FORMS])
+def test_gate_inputs_match_oracle(tag, seqlens, H, HV, kw):
+    """gdn_prefill(gates=GateInputs(a, b, A_log, dt_bias)): g and β computed inside the call (in the
+    l2norm pass when there is one, no gdn_gating op call), against the fp64 oracle run on the fp64
+    gates of the same inputs."""
+    from qla_serve import GateInputs, dispatch
+    from qla_serve.kernels import hopper
+
+    case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
+    gen = torch.Generator().manual_seed(case_seed(tag) + 1)
+    T = sum(seqlens)
+    a = (3 * torch.randn(T, HV, generator=gen)).bfloat16().to(DEV)
+    b = (2 * torch.randn(T, HV, generator=gen)).bfloat16().to(DEV)
+    A_log = (torch.rand(HV, generator=gen) * 2 - 1).to(DEV)
+    dt_bias = torch.randn(HV, generator=gen).bfloat16().to(DEV)
+    x = a.double() + dt_bias.double()
+    case["g"] = -torch.exp(A_log.double()) * torch.where(x > 20, x, torch.log1p(torch.exp(x)))
+    case["beta"] = torch.sigmoid(b.double())
+    pool_before = case["pool"].cpu().clone()
+    cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
+    plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
+                        num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
+    out = torch.full((T, HV, V), float("nan"), dtype=torch.bfloat16, device=DEV)
+    gating_calls = dispatch.calls[("gating", "tilelang")]
+    qla_serve.gdn_prefill(case["q"], case["k"], case["v"], gates=GateInputs(a, b, A_log, dt_bias),
+                          state_pool=case["pool"], state_indices=case["idx_dev"], cu_seqlens=plan.cu_seqlens,
+                          has_initial_state=case["hinit_dev"], plan=plan, use_qk_l2norm=case["l2"], out=out,
+                          state_layout=case["layout"], null_slot=case["null_slot"])
+    torch.cuda.synchronize()
+    assert dispatch.calls[("gating", "tilelang")] == gating_calls       # no gdn_gating op call
+    fused = [key for key in hopper._kernels if key[0] == "qk_norm" and key[-1] is not None and key[-1][0] == HV]
+    assert bool(fused) == case["l2"]
+    bf16_pool = case["pool"].dtype == torch.bfloat16
+    check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
+
+
 @skip
 def test_cuda_graph_replay():
     seqlens = [100, 64, 1, 513]

@@ -252,3 +252,64 @@ def test_bad_gating_input_is_named():
         gdn_gating(a, b, p.long(), p)
     with pytest.raises(TypeError, match="a must be a torch.Tensor"):
         gdn_gating(a.tolist(), b, p, p)
+
+
+def _gate_inputs(T, hv, seed=5):
+    from qla_serve import GateInputs
+
+    gen = torch.Generator().manual_seed(seed)
+    return GateInputs((3 * torch.randn(T, hv, generator=gen)).bfloat16(), (2 * torch.randn(T, hv, generator=gen)).bfloat16(),
+                      torch.randn(hv, generator=gen), torch.randn(hv, generator=gen).bfloat16())
+
+
+@pytest.mark.parametrize("l2", [False, True])
+def test_prefill_with_gate_inputs_equals_gating_then_prefill(l2):
+    """gdn_prefill(gates=...) is gdn_gating followed by gdn_prefill on its g and beta, bit for bit
+    (reference backend), with and without the op's l2norm."""
+    from qla_serve import gdn_gating
+
+    args = _good()
+    T = sum(LENS)
+    gates = _gate_inputs(T, HV)
+    pool0 = args["state_pool"].clone()
+    q, k, v = (args.pop(n) for n in ("q", "k", "v"))
+    args.pop("g"), args.pop("beta")
+    g, beta = gdn_gating(*gates[:4])
+    want = gdn_prefill(q, k, v, g, beta, use_qk_l2norm=l2, **args)
+    pool_want = args["state_pool"].clone()
+    args["state_pool"].copy_(pool0)
+    got = gdn_prefill(q, k, v, gates=gates, use_qk_l2norm=l2, **args)
+    assert torch.equal(got, want) and torch.equal(args["state_pool"], pool_want)
+    leading = gates._replace(a=gates.a[None], b=gates.b[None])        # FLA's leading 1 is accepted
+    args["state_pool"].copy_(pool0)
+    assert torch.equal(gdn_prefill(q, k, v, gates=leading, use_qk_l2norm=l2, **args), want)
+
+
+def test_bad_gate_inputs_are_named_and_leave_the_pool_untouched():
+    from qla_serve import GateInputs
+
+    T = sum(LENS)
+    gates = _gate_inputs(T, HV)
+    cases = [
+        (ValueError, "needs g and beta, or gates", dict(g=None)),
+        (ValueError, "needs g and beta, or gates", dict(g=None, beta=None)),
+        (ValueError, "not both", dict(gates=gates)),
+        (TypeError, "gates must be a qla_serve.GateInputs", dict(g=None, beta=None, gates=tuple(gates))),
+        (ValueError, r"gates.a and gates.b must have shape \[T, HV\]",
+         dict(g=None, beta=None, gates=gates._replace(a=gates.a[:-1], b=gates.b[:-1]))),
+        (ValueError, "gates.b shape", dict(g=None, beta=None, gates=gates._replace(b=gates.b[:, :2]))),
+        (ValueError, r"gates.dt_bias must have shape \[4\]",
+         dict(g=None, beta=None, gates=gates._replace(dt_bias=gates.dt_bias[:2]))),
+        (TypeError, "gates.A_log dtype", dict(g=None, beta=None, gates=gates._replace(A_log=gates.A_log.long()))),
+        (TypeError, "gates.a must be a torch.Tensor", dict(g=None, beta=None, gates=gates._replace(a=gates.a.tolist()))),
+        (ValueError, "gates.b is on meta", dict(g=None, beta=None, gates=gates._replace(b=gates.b.to("meta")))),
+    ]
+    for exc, match, change in cases:
+        args = _good()
+        args.update(change)
+        before = args["state_pool"].clone()
+        q, k, v = (args.pop(n) for n in ("q", "k", "v"))
+        with pytest.raises(exc, match=match):
+            gdn_prefill(q, k, v, **args)
+        assert torch.equal(args["state_pool"], before)
+    assert GateInputs(*gates[:4]).softplus_threshold == 20.0

@@ -1,8 +1,10 @@
 """Hopper (sm_90) TileLang GDN prefill: two fused kernels on the engine's state pool (after a q/k
 l2norm pass when the call asks for l2norm), and the gating kernel of ``qla_serve.gdn_gating``.
 
-    qk_norm.py     (calls asking for l2norm) q, k normalised once per key head into compact buffers
-    gating.py      (``qla_serve.gdn_gating``) g and β from an engine's raw gate inputs
+    qk_norm.py     (calls asking for l2norm) q, k normalised once per key head into compact buffers;
+                   with ``gdn_prefill(gates=...)`` g and β from the raw gate inputs in the same launch
+    gating.py      (``qla_serve.gdn_gating``, and ``gates=`` calls without l2norm) g and β from an
+                   engine's raw gate inputs
     kkt_solve.py   per (chunk, key head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
                    for the key head's value heads
     fused_fwd.py   per (V block, value head, sequence): warp-specialised state walk + output, state
@@ -11,7 +13,7 @@ l2norm pass when the call asks for l2norm), and the gating kernel of ``qla_serve
                    (fused_fwd phases 1 and 3 around a combine kernel)
 
 Entry points used by :mod:`qla_serve.dispatch`: :func:`why_not` and :func:`gdn_prefill_hopper`;
-:func:`gating_why_not` and :func:`gdn_gating_hopper`.
+:func:`gating_why_not` and :func:`gdn_gating_hopper`; :func:`conv_why_not` and :func:`gdn_conv_hopper`.
 Warm-up (``qla-serve warmup``): :func:`variants_for_heads` lists the compile-time variants a model
 needs and :func:`warmup` compiles them (into this process's cache and TileLang's disk cache).
 
@@ -208,6 +210,14 @@ def gating_variants(num_v_heads: int, ab_dtypes=("bfloat16",), param_dtypes=("fl
             for ab in ab_dtypes for pa in param_dtypes for pd in param_dtypes]
 
 
+def gating_spec(HV: int, a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
+                threshold: float) -> tuple:
+    """The compile-time form of a gating call (:func:`gating_kernel`'s arguments; the ``gating``
+    argument of :func:`qk_norm_kernel`)."""
+    return (HV, GATE_DTYPES[a.dtype], GATE_DTYPES[A_log.dtype], GATE_DTYPES[dt_bias.dtype],
+            (_tstride(a, HV), _tstride(b, HV)), float(threshold))
+
+
 def gating_why_not(call: dict[str, Any]) -> str | None:
     for name in ("a", "b", "A_log", "dt_bias"):
         x = call[name]
@@ -233,9 +243,7 @@ def gdn_gating_hopper(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_
         return
     if T_ == 1:     # a 1-token view's stride is arbitrary; the kernel's is compile-time
         a, b = a.contiguous(), b.contiguous()
-    kern = gating_kernel(HV, GATE_DTYPES[a.dtype], GATE_DTYPES[A_log.dtype], GATE_DTYPES[dt_bias.dtype],
-                         (_tstride(a, HV), _tstride(b, HV)), threshold)
-    kern(a, b, A_log, dt_bias, g, beta)
+    gating_kernel(*gating_spec(HV, a, b, A_log, dt_bias, threshold))(a, b, A_log, dt_bias, g, beta)
 
 
 CONV_STATE_DTYPES = {torch.bfloat16: "bfloat16", torch.float32: "float32"}
@@ -331,13 +339,27 @@ def l2norm_in_pass() -> bool:
     return got == "pass"
 
 
-def qk_norm_kernel(H: int, K: int, dtype: str, strides: tuple[int, int]):
-    """strides: token strides of q and k as handed in."""
+def qk_norm_kernel(H: int, K: int, dtype: str, strides: tuple[int, int], gating: tuple | None = None):
+    """strides: token strides of q and k as handed in. gating: None, or the form
+    (:func:`gating_spec`) of the gates the same launch computes."""
     from . import qk_norm
 
     strides = tuple(int(x) for x in strides)
-    key = ("qk_norm", H, K, dtype, strides)
-    return _get(key, lambda: _compile(qk_norm.build_qk_l2norm(H, K, dtype, strides), qk_norm.PASS_CONFIGS))
+    key = ("qk_norm", H, K, dtype, strides, gating)
+    return _get(key, lambda: _compile(qk_norm.build_qk_l2norm(H, K, dtype, strides, gating), qk_norm.PASS_CONFIGS))
+
+
+def qk_norm_gating_variants(variants: Iterable["Variant"]) -> list[tuple]:
+    """Arguments of :func:`qk_norm_kernel` with gates for these variants' l2norm passes (each call
+    form's q/k strides × :func:`gating_variants`): what an adapter passing ``gates=`` hits."""
+    out = []
+    for var in dict.fromkeys(form for v in variants for form in v.call_forms()):
+        if not var.use_qk_l2norm or not l2norm_in_pass():
+            continue
+        st = var.resolved_strides()
+        for spec in gating_variants(var.num_v_heads):
+            out.append((var.num_k_heads, var.head_k_dim, var.dtype, (st[0], st[1]), spec))
+    return list(dict.fromkeys(out))
 
 
 def qk_norm_kernel_for(var: "Variant"):
@@ -625,6 +647,9 @@ def why_not(call: dict[str, Any]) -> str | None:
     plan = call.get("plan")
     if plan is not None and plan.num_seqs > MAX_SEQS:
         return f"the Hopper kernel takes at most {MAX_SEQS} sequences per call, got {plan.num_seqs}"
+    gates = call.get("gates")
+    if gates is not None:
+        return gating_why_not(gates._asdict())
     return None
 
 
@@ -653,10 +678,11 @@ def gdn_prefill_hopper(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
     state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
     plan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
-    null_slot: int | None, checkpoints: torch.Tensor | None = None,
+    null_slot: int | None, checkpoints: torch.Tensor | None = None, gates=None,
 ) -> None:
     """Run the prefill on validated inputs (see :func:`qla_serve.gdn_prefill`); fills ``out`` and
-    updates ``state_pool`` rows in place. No device→host sync."""
+    updates ``state_pool`` rows in place. With ``gates`` (``qla_serve.GateInputs``), ``g`` and
+    ``beta`` are buffers this call fills first. No device→host sync."""
     if checkpoints is not None:
         raise NotImplementedError("checkpoints: see why_not")
     T_, H, Kd = q.shape
@@ -667,18 +693,32 @@ def gdn_prefill_hopper(
     choice = plan_hopper(plan, HV, Vd)
     out_user = None
     if T_ == 1:
-        # A 1-token batch: its token strides are arbitrary; use compact copies (no sync).
-        q, k, v, g, beta = (torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in (q, k, v, g, beta))
+        # A 1-token batch: its token strides are arbitrary; use compact copies (no sync). g and beta
+        # are this call's own compact buffers when it computes them.
+        copied = (q, k, v) if gates is not None else (q, k, v, g, beta)
+        q, k, v, *gb = (torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in copied)
+        if gb:
+            g, beta = gb
+        else:
+            gates = gates._replace(a=gates.a.contiguous(), b=gates.b.contiguous())
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
+                                                  gates.softplus_threshold)
     if use_qk_l2norm and T_ > 0 and l2norm_in_pass():
-        # Stage 0: q, k normalised once per key head into compact buffers (qk_norm.py); the kernels
-        # below then run the variant without l2norm.
-        norm = qk_norm_kernel(H, Kd, IN_DTYPES[q.dtype], (_tstride(q, H * Kd), _tstride(k, H * Kd)))
+        # Stage 0: q, k normalised once per key head into compact buffers (qk_norm.py), with the
+        # gates in the same launch when the call hands their inputs; the kernels below then run
+        # the variant without l2norm.
+        norm = qk_norm_kernel(H, Kd, IN_DTYPES[q.dtype], (_tstride(q, H * Kd), _tstride(k, H * Kd)), spec)
         qn = torch.empty(T_, H, Kd, dtype=q.dtype, device=q.device)
         kn = torch.empty(T_, H, Kd, dtype=k.dtype, device=k.device)
-        norm(q, k, qn, kn)
+        if spec is None:
+            norm(q, k, qn, kn)
+        else:
+            norm(q, k, qn, kn, gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
         q, k, use_qk_l2norm = qn, kn, False
+    elif spec is not None and T_ > 0:
+        gating_kernel(*spec)(gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
     var = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
                       has_initial_state is not None, choice["block_v"], scale)
     kkt = kkt_kernel_for(var)
