@@ -2,16 +2,18 @@
 piece, and what a step's first GDN layer (nothing queued ahead of it on the GPU) pays against the
 others.
 
-The core is the vLLM adapter's own sequence (``integrations/vllm/engine_ops.py``) on a stand-in
-layer with real shapes: the causal conv over ``mixed_qkv`` → the q/k/v views and the gates
-(``qla_serve.gdn_gating``) → ``qla_serve.gdn_prefill`` on a bf16 state pool. Each row runs with
+The core is the vLLM adapter's own sequence (``integrations/vllm/layer.py``'s ``qla_core``) on a
+stand-in layer with real shapes: the causal conv over ``mixed_qkv`` → the q/k/v views and the raw
+gate inputs → ``qla_serve.gdn_prefill`` on a bf16 state pool (the gates computed in its l2norm
+pass). Each row runs with
 each conv (``--convs``): ``qla`` = ``qla_serve.gdn_conv`` (q/k normalised in the conv kernel),
 ``vllm`` = vLLM's Triton conv, then the op's l2norm pass (the adapter's ``QLA_VLLM_CONV``).
 Per row (head config × batch × conv):
 
   plan_us, prepared_plan_us   host µs of ``plan_prefill`` (what the metadata builder runs once per
                               step) without and with the kernels' own tables (``num_v_heads``)
-  host_us {conv, inputs, prefill, core}
+  host_us {conv, inputs, prefill, core} (inputs: the views and gate arguments; prefill: the op
+                              with the gates)
                               host µs to enqueue each piece (best of 7 repeats of N calls, the GPU
                               kept busy ahead of them so no launch waits)
   gpu_us {conv, inputs, prefill, core}
@@ -116,6 +118,7 @@ def idle_us(fn, before=lambda: None) -> float:
 
 def row(H: int, HV: int, seqlens: list[int], n: int, conv_choice: str) -> dict:
     from qla_serve.integrations.vllm import engine_ops
+    from qla_serve.integrations.vllm.layer import qla_core
 
     os.environ["QLA_VLLM_CONV"] = conv_choice
     dev = torch.device("cuda", torch.cuda.current_device())
@@ -143,21 +146,17 @@ def row(H: int, HV: int, seqlens: list[int], n: int, conv_choice: str) -> dict:
     def inputs():
         return engine_ops.prefill_inputs(layer, conv_out, a, b, normalised)
 
-    q, k, v, g, beta, l2 = inputs()
+    q, k, v, gates, l2 = inputs()
 
     def prefill():
         plan = holder["plan"]
-        gdn_prefill(q, k, v, g, beta, state_pool=pool, state_indices=idx, cu_seqlens=plan.cu_seqlens,
+        gdn_prefill(q, k, v, **gates, state_pool=pool, state_indices=idx, cu_seqlens=plan.cu_seqlens,
                     has_initial_state=hinit, plan=plan, scale=K ** -0.5, use_qk_l2norm=l2, out=out,
                     state_layout=layout, null_slot=0)
 
     def core():
-        c, norm = conv()
-        q_, k_, v_, g_, beta_, l2_ = engine_ops.prefill_inputs(layer, c, a, b, norm)
         plan = holder["plan"]
-        gdn_prefill(q_, k_, v_, g_, beta_, state_pool=pool, state_indices=idx, cu_seqlens=plan.cu_seqlens,
-                    has_initial_state=hinit, plan=plan, scale=K ** -0.5, use_qk_l2norm=l2_, out=out,
-                    state_layout=layout, null_slot=0)
+        qla_core(layer, mixed_qkv, b, a, out, plan.cu_seqlens, idx, hinit, conv_md, plan)
 
     prefill()                                       # kernels loaded, the plan's tables cached
     res = {"heads": f"{H}/{HV}", "conv": conv_choice, "seqlens": seqlens, "tokens": T}

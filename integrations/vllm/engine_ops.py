@@ -19,6 +19,7 @@ from vllm.platforms import current_platform
 # qla_serve.gdn_conv (q/k normalised in the conv) instead of vLLM's causal conv followed by the op's
 # l2norm pass (the default: faster on the H200 in session 15); QLA_VLLM_PREP=vllm runs vLLM's
 # fused_post_conv_prep after vLLM's conv (an A/B aid; its contiguous variants are not preloaded).
+from qla_serve import GateInputs
 from qla_serve.warmup import VLLM_PREP_ENV as PREP_ENV
 from qla_serve.warmup import vllm_conv_choice as conv_choice
 
@@ -75,6 +76,7 @@ def _ask_kernels(layer, pool: torch.Tensor, layout: str, plan, act_dtype: torch.
     dev = pool.device
     H, HV = layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size
     Kd, Vd = layer.head_k_dim, layer.head_v_dim
+    raw = torch.empty(0, HV, dtype=act_dtype, device=dev)
     probe = {
         "q": torch.empty(0, H, Kd, dtype=act_dtype, device=dev),
         "k": torch.empty(0, H, Kd, dtype=act_dtype, device=dev),
@@ -84,6 +86,7 @@ def _ask_kernels(layer, pool: torch.Tensor, layout: str, plan, act_dtype: torch.
         "out": torch.empty(0, HV, Vd, dtype=act_dtype, device=dev),
         "state_pool": pool, "state_layout": layout, "plan": plan, "checkpoints": None,
         "use_qk_l2norm": False, "null_slot": 0,
+        "gates": GateInputs(raw, raw, layer.A_log, layer.dt_bias),   # the adapter's CUDA calls pass them
     }
     refused = []
     for backend in dispatch.BACKENDS:
@@ -242,13 +245,15 @@ def _engine_conv(layer, x: torch.Tensor, cu_seqlens: torch.Tensor, state_indices
 
 
 def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, normalised: bool = False):
-    """``(q, k, v, g, beta, l2norm_in_op)``: q/k/v are views of the conv output (rows of
-    ``[q | k | v]``), l2-normalised by the op unless the conv did it (``normalised``).
+    """``(q, k, v, gates, l2norm_in_op)``: q/k/v are views of the conv output (rows of
+    ``[q | k | v]``), l2-normalised by the op unless the conv did it (``normalised``); ``gates``:
+    the keyword arguments ``gdn_prefill`` takes the gates by.
 
-    CUDA: the gates come from ``qla_serve.gdn_gating``. vLLM's own ``fused_post_conv_prep`` would
-    also normalise q/k, but it copies all of q, k and v to do it (2·(2·H·K + HV·V) bytes a token
-    moved); the op's normalising pass moves q and k only (``QLA_VLLM_PREP=vllm`` keeps vLLM's prep,
-    for A/B runs). CPU: vLLM's CPU gating op; qla-serve's reference normalises q/k."""
+    CUDA: ``{"gates": GateInputs(a, b, A_log, dt_bias)}``: the op computes g and β in its l2norm
+    pass (no launch, no op call of their own). vLLM's own ``fused_post_conv_prep`` would also
+    normalise q/k, but it copies all of q, k and v to do it (2·(2·H·K + HV·V) bytes a token moved);
+    the op's normalising pass moves q and k only (``QLA_VLLM_PREP=vllm`` keeps vLLM's prep, for A/B
+    runs). CPU: ``{"g", "beta"}`` from vLLM's CPU gating op; qla-serve's reference normalises q/k."""
     H, HV = layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size
     Kd, Vd = layer.head_k_dim, layer.head_v_dim
     if IS_CUDA and os.environ.get(PREP_ENV, "qla") == "vllm" and not normalised:
@@ -257,7 +262,7 @@ def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tens
         q, k, v, g, beta = fused_post_conv_prep(
             conv_output=conv_out, a=a, b=b, A_log=layer.A_log, dt_bias=layer.dt_bias, num_k_heads=H,
             head_k_dim=Kd, head_v_dim=Vd, apply_l2norm=True, output_g_exp=False)
-        return q, k, v, g, beta, False
+        return q, k, v, {"g": g, "beta": beta}, False
     q = conv_out[:, :H * Kd].unflatten(1, (H, Kd))
     k = conv_out[:, H * Kd:2 * H * Kd].unflatten(1, (H, Kd))
     v = conv_out[:, 2 * H * Kd:2 * H * Kd + HV * Vd].unflatten(1, (HV, Vd))
@@ -266,11 +271,8 @@ def prefill_inputs(layer, conv_out: torch.Tensor, a: torch.Tensor, b: torch.Tens
 
         g, beta = ops.fused_gdn_gating_cpu(A_log=layer.A_log, a=a.contiguous(), b=b.contiguous(),
                                            dt_bias=layer.dt_bias)
-        return q, k, v, g, beta, not normalised
-    from qla_serve import gdn_gating
-
-    g, beta = gdn_gating(a, b, layer.A_log, layer.dt_bias)
-    return q, k, v, g, beta, not normalised
+        return q, k, v, {"g": g, "beta": beta}, not normalised
+    return q, k, v, {"gates": GateInputs(a, b, layer.A_log, layer.dt_bias)}, not normalised
 
 
 def state_pool(layer) -> tuple[torch.Tensor, str]:

@@ -9,9 +9,9 @@ When selected, one seam splits each step of a GDN layer (``_forward_core``):
   profiling run, or else the first prefill, also loads qla-serve's kernels for this layer's
   shapes, once per worker: ``qla_serve.warmup.preload``);
 * a step with prefills → all its tokens in one pass: vLLM's causal conv over the whole batch
-  (``QLA_VLLM_CONV=qla``: ``qla_serve.gdn_conv`` on vLLM's conv state, q/k normalised there), the
-  gates from ``qla_serve.gdn_gating`` (CPU: vLLM's CPU gating op), then one
-  ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output (the op normalises q/k),
+  (``QLA_VLLM_CONV=qla``: ``qla_serve.gdn_conv`` on vLLM's conv state, q/k normalised there), then
+  one ``qla_serve.gdn_prefill`` call on q/k/v as views of the conv output and the raw gate inputs
+  (the op normalises q/k and computes the gates in one pass; CPU: gates from vLLM's CPU gating op),
   in which the step's decode requests (vLLM puts them first) are one-token sequences beside the
   prefill chunks. It reads and writes vLLM's
   state cache in place by ``non_spec_state_indices_tensor`` (``has_initial_state``; null block
@@ -219,20 +219,34 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if not self.qla_preloaded:
             self._preload_kernels(x.device)
         plan: PrefillPlan = md.qla_plan
-        n = plan.num_seqs
-        cu = md.non_spec_query_start_loc[: n + 1]
-        idx, has_state = md.qla_state_indices, md.qla_has_initial_state
-        conv_out, normalised = engine_ops.conv_prefill(self, x, cu, idx, has_state, md.qla_conv_metadata, plan)
-        q, k, v, g, beta, l2norm = engine_ops.prefill_inputs(self, conv_out, a, b, normalised)
-        pool, layout = engine_ops.state_pool(self)
-        gdn_prefill(q, k, v, g, beta, state_pool=pool, state_indices=idx, cu_seqlens=cu,
-                    has_initial_state=has_state, plan=plan, scale=self.head_k_dim ** -0.5,
-                    use_qk_l2norm=l2norm, out=out, state_layout=layout, null_slot=NULL_BLOCK_ID)
+        cu = md.non_spec_query_start_loc[: plan.num_seqs + 1]
+        pool, layout = qla_core(self, x, b, a, out, cu, md.qla_state_indices, md.qla_has_initial_state,
+                                md.qla_conv_metadata, plan)
         self.qla_calls += 1
         if self.qla_calls == 1:
             _say_once(logging.INFO, "qla-serve: first GDN prefill through qla-serve (state pool %s %s per "
                       "layer, layout %s)", tuple(pool.shape), str(pool.dtype).removeprefix("torch."), layout)
         _trace(self.prefix, plan, md)
+
+
+def qla_core(layer, x, b, a, out, cu_seqlens, state_indices, has_initial_state, conv_md, plan):
+    """One GDN layer's prefill core through qla-serve (also what ``bench_serving/layer_profile.py``
+    times): vLLM's causal conv (or ``gdn_conv``) → q/k/v views and the gate inputs →
+    ``gdn_prefill`` on the layer's state cache, in place. Returns ``(pool, layout)``.
+    With step timing on, each piece's host time is recorded (``timing.StepTimer.lap``)."""
+    tm = timing.timer()
+    conv_out, normalised = engine_ops.conv_prefill(layer, x, cu_seqlens, state_indices, has_initial_state,
+                                                   conv_md, plan)
+    if tm is not None:
+        tm.lap("conv")
+    q, k, v, gates, l2norm = engine_ops.prefill_inputs(layer, conv_out, a, b, normalised)
+    pool, layout = engine_ops.state_pool(layer)
+    gdn_prefill(q, k, v, **gates, state_pool=pool, state_indices=state_indices, cu_seqlens=cu_seqlens,
+                has_initial_state=has_initial_state, plan=plan, scale=layer.head_k_dim ** -0.5,
+                use_qk_l2norm=l2norm, out=out, state_layout=layout, null_slot=NULL_BLOCK_ID)
+    if tm is not None:
+        tm.lap("op")
+    return pool, layout
 
 
 def _layer_metadata(prefix: str):

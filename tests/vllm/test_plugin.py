@@ -155,7 +155,8 @@ def test_kernel_probe_is_asked_once_per_pool_dtype_and_batch_size(monkeypatch):
     monkeypatch.setattr(dispatch, "BACKENDS", (Picky(), dispatch.ReferenceBackend()))
     monkeypatch.delenv(dispatch.BACKEND_ENV, raising=False)
     layer = SimpleNamespace(num_k_heads=2, num_v_heads=4, tp_size=1, head_k_dim=8, head_v_dim=8,
-                            kv_cache=(None, torch.zeros(5, 4, 8, 8)))
+                            kv_cache=(None, torch.zeros(5, 4, 8, 8)), A_log=torch.zeros(4),
+                            dt_bias=torch.zeros(4, dtype=torch.bfloat16))
     plan = lambda n: SimpleNamespace(num_seqs=n)  # noqa: E731
     for _ in range(3):
         assert engine_ops.kernel_why_not(layer, plan(2), torch.bfloat16) is None
@@ -187,16 +188,28 @@ def test_step_timer_attaches_builder_notes_to_the_step_that_follows(monkeypatch,
     x = torch.zeros(8)
     tm.note("qla_builder_ms", 0.25)
     tm.note("qla_builder_ms", 0.5)          # two builds before one step add up
+    def core(t):                            # a layer core that marks two pieces
+        t.add_(1)
+        tm.lap("conv")
+        t.add_(0)
+        tm.lap("op")
+
     for _ in range(3):                      # three steps of two GDN layers
         for layer in ("l0", "l1"):
             tm.mark(layer)
-            tm.run("qla", md, lambda t: t.add_(1), x)
+            tm.run("qla", md, core, x)
+    tm.lap("stray")                         # outside a core: ignored
     tm.mark("l0")                           # the next step ends the third
     lines = [json.loads(s) for s in path.read_text().splitlines()]
     assert [r["step"] for r in lines] == [1, 2, 3] and all(r["layers"] == 2 for r in lines)
     assert lines[0]["qla_builder_ms"] == 0.75
     assert "qla_builder_ms" not in lines[1] and "qla_builder_ms" not in lines[2]
     assert float(x[0]) == 6.0               # every layer ran exactly once
+    for r in lines:                         # per layer: host ms ≥ the thread's CPU ms ≥ 0; its pieces
+        assert len(r["layer_host_ms"]) == len(r["layer_cpu_ms"]) == len(r["layer_pieces_ms"]) == 2
+        for host, cpu, pieces in zip(r["layer_host_ms"], r["layer_cpu_ms"], r["layer_pieces_ms"]):
+            assert set(pieces) == {"conv", "op"} and 0 <= cpu <= host * 1.05 + 0.01
+            assert sum(pieces.values()) <= host + 1e-3
 
 
 def test_conv_tables_of_a_prefill_only_step_are_vllms_own():
