@@ -315,12 +315,12 @@ def _mean_of(recs: list[dict], key: str) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
-def _layer_split(recs: list[dict], part: int) -> list[dict]:
-    """Per step, the first GDN layer's ms (part 0) or the mean of the other layers' (part 1); steps
-    traced before per-layer figures existed give nothing."""
+def _layer_split(recs: list[dict], part: int, key: str = "layer_ms") -> list[dict]:
+    """Per step, the first GDN layer's figure (part 0) or the mean of the other layers' (part 1)
+    from the per-layer list ``key``; steps traced before that list existed give nothing."""
     out = []
     for r in recs:
-        lm = r.get("layer_ms") or []
+        lm = r.get(key) or []
         if len(lm) >= 2:
             out.append({"x": lm[0] if part == 0 else statistics.fmean(lm[1:])})
     return out
@@ -352,6 +352,10 @@ def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None
                      # reads much more, its GPU waited for the host (nothing was queued ahead of it)
                      "first_layer_ms_per_step": _mean_of(_layer_split(recs, 0), "x"),
                      "other_layers_ms_per_step": _mean_of(_layer_split(recs, 1), "x"),
+                     # the first layer's host ms and the thread's own CPU ms in it: host well above
+                     # CPU is time the forward thread waited (the GIL, the OS)
+                     "first_layer_host_ms": _mean_of(_layer_split(recs, 0, "layer_host_ms"), "x"),
+                     "first_layer_cpu_ms": _mean_of(_layer_split(recs, 0, "layer_cpu_ms"), "x"),
                      "backend_path": sorted({r["backend"] for r in recs})})
     out = {"workers": len(rows)}
     for k in rows[0]:
@@ -388,9 +392,9 @@ def markdown(report: dict) -> str:
         f"{m.split('_')[0].upper()} p{p}" for m in METRICS for p in PCTS) + " |"
     lat = [head, "|" + "---|" * (4 + len(METRICS) * len(PCTS))]
     gdn = ["| backend | workload | prefill steps | GDN prefill ms/step | its host ms/step | first layer / other layers ms | "
-           "step ms | GDN share of step | GDN share of TTFT (c=1) | GDN share of wall | qla-serve calls | "
-           "qla-serve builder ms/step | prefix-cache hit tokens |",
-           "|" + "---|" * 13]
+           "first layer host / thread CPU ms | step ms | GDN share of step | GDN share of TTFT (c=1) | "
+           "GDN share of wall | qla-serve calls | qla-serve builder ms/step | prefix-cache hit tokens |",
+           "|" + "---|" * 14]
     for b, w, s in cells(report):
         lat.append(f"| {b} | {w} | {s['requests']} | {s['failed']} | " + " | ".join(
             fmt(s[m][f"p{p}"]) for m in METRICS for p in PCTS) + " |")
@@ -399,6 +403,7 @@ def markdown(report: dict) -> str:
         gdn.append(f"| {b} | {w} | {g.get('steps', 0)} | {fmt(g.get('gdn_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('gdn_host_ms_per_step'), '.2f')} | "
                    f"{fmt(g.get('first_layer_ms_per_step'), '.2f')} / {fmt(g.get('other_layers_ms_per_step'), '.2f')} | "
+                   f"{fmt(g.get('first_layer_host_ms'), '.2f')} / {fmt(g.get('first_layer_cpu_ms'), '.2f')} | "
                    f"{fmt(g.get('step_ms_per_step'), '.1f')} | {pct(g.get('share_of_step'))} | "
                    f"{pct(g.get('share_of_ttft'))} | {pct(g.get('share_of_wall'))} | "
                    f"{s.get('qla_calls', '-') if base_of(b) in QLA_BACKENDS else '-'} | "

@@ -17,6 +17,11 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
 * ``layer_ms`` / ``layer_host_ms``: the same two figures per GDN layer, in call order. A layer whose
   GPU found nothing queued ahead of it (the step's first, when the host is not ahead) reads its
   host time; the others read their kernels' time.
+* ``layer_cpu_ms``: the CPU time the calling thread itself spent in each layer's core
+  (``time.thread_time``). Host ms well above it is time the thread waited: for the GIL (vLLM's
+  engine process runs its socket threads beside the forward) or for the OS.
+* ``layer_pieces_ms`` (qla only): per layer, the host ms of each piece the core marks with
+  :meth:`StepTimer.lap` (``conv``: the causal conv; ``op``: the inputs and ``gdn_prefill``).
 * ``t``: ``time.time()`` at the step's first GDN layer (the runner assigns steps to workloads);
   ``step_ms``: interval from this step's first GDN layer to the next step's first GDN layer. In
   eager mode that is the engine's step time (forward + scheduling); steps replayed as full CUDA
@@ -50,6 +55,8 @@ class StepTimer:
         self.cur: dict[str, Any] | None = None      # step in progress
         self.pending: list[dict[str, Any]] = []      # ended, waiting for their CUDA events
         self.notes: dict[str, float] = {}            # for the next step (see note)
+        self._lap_t: float | None = None             # last lap mark inside run(), else None
+        self._pieces: dict[str, float] = {}
 
     def note(self, key: str, ms: float) -> None:
         """Host time spent before the next step's GDN layers (its metadata build)."""
@@ -70,25 +77,42 @@ class StepTimer:
             self._flush()
         self.seen.add(prefix)
 
+    def lap(self, name: str) -> None:
+        """Inside :meth:`run`: host ms since the core started or since the last lap, as ``name``."""
+        if self._lap_t is None:
+            return
+        now = time.perf_counter()
+        self._pieces[name] = round((now - self._lap_t) * 1e3, 4)
+        self._lap_t = now
+
     def run(self, backend: str, md, fn, *args) -> None:
         """Run ``fn(*args)`` (one layer's core on a step with prefills) and time it."""
         cur = self.cur
-        t0 = time.perf_counter()
         events = None
-        if args and args[0].is_cuda:
-            events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            events[0].record()
-            fn(*args)
-            events[1].record()
-        else:
-            fn(*args)
+        self._pieces = {}
+        c0 = time.thread_time()
+        t0 = self._lap_t = time.perf_counter()
+        try:
+            if args and args[0].is_cuda:
+                events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                events[0].record()
+                fn(*args)
+                events[1].record()
+            else:
+                fn(*args)
+        finally:
+            self._lap_t = None
         host_ms = (time.perf_counter() - t0) * 1e3
+        cpu_ms = (time.thread_time() - c0) * 1e3
         part: Any = events if events is not None else host_ms   # CPU: the core's time is the host's
         if cur is None:
             return
         cur["parts"].append(part)
         cur["host_ms"] = cur.get("host_ms", 0.0) + host_ms
         cur.setdefault("layer_host_ms", []).append(round(host_ms, 4))
+        cur.setdefault("layer_cpu_ms", []).append(round(cpu_ms, 4))
+        if self._pieces:
+            cur.setdefault("layer_pieces_ms", []).append(self._pieces)
         cur.setdefault("backend", backend)
         cur.setdefault("prefills", int(md.num_prefills))
         cur.setdefault("prefill_tokens", int(md.num_prefill_tokens))
@@ -105,6 +129,8 @@ class StepTimer:
             line = {"pid": os.getpid(), "backend": rec.get("backend"), "step": rec["step"], "t": rec["t"],
                     "gdn_ms": sum(layer_ms), "layers": len(parts),
                     "layer_ms": [round(x, 4) for x in layer_ms], "layer_host_ms": rec.get("layer_host_ms"),
+                    "layer_cpu_ms": rec.get("layer_cpu_ms"),
+                    **({"layer_pieces_ms": rec["layer_pieces_ms"]} if "layer_pieces_ms" in rec else {}),
                     "prefills": rec.get("prefills"),
                     "prefill_tokens": rec.get("prefill_tokens"), "decode_tokens": rec.get("decode_tokens"),
                     "step_ms": rec["step_ms"], "host_ms": rec.get("host_ms"), **rec.get("notes", {})}

@@ -42,6 +42,8 @@ def test_runner_cpu_smoke(tiny_model_dir, tmp_path, capsys):
             assert 0 < g["share_of_step"] < 1, (b, w, g)
             # three GDN layers a step: the first layer's time and the mean of the other two
             assert g["first_layer_ms_per_step"] > 0 and g["other_layers_ms_per_step"] > 0, (b, w, g)
+            # the thread's own CPU time in a layer is part of its host time
+            assert 0 < g["first_layer_cpu_ms"] <= g["first_layer_host_ms"] * 1.05, (b, w, g)
             assert g["backend_path"] == (["qla"] if b == "qla" else ["vllm"])
     assert report["cells"]["qla"]["prompt-256-c1"]["qla_calls"] > 0
     assert 0 < report["cells"]["qla"]["prompt-256-c1"]["gdn"]["share_of_ttft"] < 1
