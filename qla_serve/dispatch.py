@@ -24,6 +24,10 @@ BACKEND_CHOICES = ("auto", "tilelang", "reference")
 
 
 class Backend(Protocol):
+    """``call``: the op's validated arguments; a prefill call also carries ``form``, a hashable key
+    of everything the validation read apart from the token and sequence counts (None for calls
+    off the plain form), which a backend may key per-form work on."""
+
     name: str
 
     def why_not(self, op: str, call: dict[str, Any]) -> str | None: ...
@@ -42,7 +46,7 @@ class ReferenceBackend:
     def run(self, op: str, call: dict[str, Any]) -> None:
         fn: Callable[..., None] = {"prefill": reference.prefill_reference, "decode": reference.decode_reference,
                                    "gating": reference.gating_reference, "conv": reference.conv_reference}[op]
-        fn(**call)
+        fn(**{name: x for name, x in call.items() if name != "form"})   # form: a key for kernels' caches
 
 
 class TileLangBackend:

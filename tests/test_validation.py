@@ -313,3 +313,41 @@ def test_bad_gate_inputs_are_named_and_leave_the_pool_untouched():
             gdn_prefill(q, k, v, **args)
         assert torch.equal(args["state_pool"], before)
     assert GateInputs(*gates[:4]).softplus_threshold == 20.0
+
+
+def test_a_known_call_form_still_gets_every_count_checked():
+    """After a call of one form passed validation, later calls of that form skip re-validating it
+    (api._VALIDATED_FORMS) but not their token and sequence counts: a count that does not fit
+    raises the same named error, and the pool stays untouched."""
+    from qla_serve import api
+
+    args = _good()
+    q, k, v, g, beta = (args.pop(n) for n in ("q", "k", "v", "g", "beta"))
+    args["plan"] = plan_prefill(args["cu_seqlens"], state_indices_cpu=args["state_indices"], num_slots=6)
+    gdn_prefill(q, k, v, g, beta, **args)
+    form = api._prefill_form(q, k, v, g, beta, None, args["state_pool"], args["state_indices"], args["cu_seqlens"],
+                             args["has_initial_state"], None, args["plan"], None, None, False, "vk", None)
+    assert form is not None and form in api._VALIDATED_FORMS, (form, len(api._VALIDATED_FORMS))
+    pool0, want = args["state_pool"].clone(), None
+    with pytest.MonkeyPatch.context() as mp:            # a repeated good call re-validates nothing
+        mp.setattr(api, "_check_qkv", lambda *a: pytest.fail("the known form was validated again"))
+        want = gdn_prefill(q, k, v, g, beta, **args)
+    args["state_pool"].copy_(pool0)
+    assert torch.equal(gdn_prefill(q[None], k[None], v[None], g[None], beta[None], **args)[0], want)  # full path
+    other = plan_prefill(torch.tensor([0, 5, 69, 70]), state_indices_cpu=args["state_indices"], num_slots=6)  # 1 token fewer
+    cases = [
+        (ValueError, "v has", dict(v=v[:-1])),
+        (ValueError, r"g must have shape", dict(g=g[:-1])),
+        (ValueError, r"cu_seqlens\[-1\] = 70 must equal the number of tokens T = 76", dict(plan=other)),
+        (ValueError, r"state_indices must have shape \[3\]", dict(state_indices=args["state_indices"][:2])),
+        (ValueError, r"has_initial_state must have shape \[3\]",
+         dict(has_initial_state=args["has_initial_state"][:2])),
+        (ValueError, "out must have shape", dict(out=torch.empty(sum(LENS) - 1, HV, 128))),
+    ]
+    for exc, match, change in cases:
+        call = dict(q=q, k=k, v=v, g=g, beta=beta, **args)
+        call.update(change)
+        before = args["state_pool"].clone()
+        with pytest.raises(exc, match=match):
+            gdn_prefill(**call)
+        assert torch.equal(args["state_pool"], before)

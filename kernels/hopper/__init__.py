@@ -613,8 +613,30 @@ def prepare_plan(plan, num_v_heads: int, head_v_dim: int = 128) -> None:
 # Dispatch entry points
 
 
+_form_answers: dict[tuple, str | None] = {}     # op's form key → _why_not_form's answer
+
+
 def why_not(call: dict[str, Any]) -> str | None:
-    """Reason this call cannot run on the Hopper kernels, or None."""
+    """Reason this call cannot run on the Hopper kernels, or None. The answer for the tensors is
+    kept per call form (the op's ``form`` key); the plan is checked every call."""
+    form = call.get("form")
+    if form is None:
+        why = _why_not_form(call)
+    elif form in _form_answers:
+        why = _form_answers[form]
+    else:
+        why = _why_not_form(call)
+        if len(_form_answers) < 4096:
+            _form_answers[form] = why
+    if why is not None:
+        return why
+    plan = call.get("plan")
+    if plan is not None and plan.num_seqs > MAX_SEQS:
+        return f"the Hopper kernel takes at most {MAX_SEQS} sequences per call, got {plan.num_seqs}"
+    return None
+
+
+def _why_not_form(call: dict[str, Any]) -> str | None:
     q, v, pool = call["q"], call["v"], call["state_pool"]
     Kd, Vd = q.shape[-1], v.shape[-1]
     if Kd not in SUPPORTED_DK:
@@ -644,9 +666,6 @@ def why_not(call: dict[str, Any]) -> str | None:
         return "the Hopper kernel needs v heads packed (stride(-2) == V)"
     if pool.shape[0] >= 2**31 or pool.stride(0) >= 2**31:
         return "state_pool too large for 32-bit row indexing"
-    plan = call.get("plan")
-    if plan is not None and plan.num_seqs > MAX_SEQS:
-        return f"the Hopper kernel takes at most {MAX_SEQS} sequences per call, got {plan.num_seqs}"
     gates = call.get("gates")
     if gates is not None:
         return gating_why_not(gates._asdict())
@@ -674,15 +693,33 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
                    None if strides in (contiguous, packed) else strides)
 
 
+_form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass) → _kernels_for
+
+
+def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
+                 block_v: int, scale: float, persistent: bool, spec: tuple | None) -> tuple:
+    """``(l2norm pass or None, gating form or None, kkt_solve, walk, the variant they run)`` for a
+    call with these tensors' forms (``spec``: :func:`gating_spec` of its gates)."""
+    asked = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm, has_initial_state, block_v,
+                        scale)
+    norm = None
+    if use_qk_l2norm and l2norm_in_pass():
+        st = asked.resolved_strides()
+        norm = qk_norm_kernel(asked.num_k_heads, asked.head_k_dim, asked.dtype, (st[0], st[1]), spec)
+    var = asked.after_l2norm_pass()
+    return norm, spec, kkt_kernel_for(var), fwd_kernel(var, persistent=persistent), var
+
+
 def gdn_prefill_hopper(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, *,
     state_pool: torch.Tensor, state_indices: torch.Tensor, has_initial_state: torch.Tensor | None,
     plan, scale: float, use_qk_l2norm: bool, out: torch.Tensor, state_layout: str,
-    null_slot: int | None, checkpoints: torch.Tensor | None = None, gates=None,
+    null_slot: int | None, checkpoints: torch.Tensor | None = None, gates=None, form=None,
 ) -> None:
     """Run the prefill on validated inputs (see :func:`qla_serve.gdn_prefill`); fills ``out`` and
     updates ``state_pool`` rows in place. With ``gates`` (``qla_serve.GateInputs``), ``g`` and
-    ``beta`` are buffers this call fills first. No device→host sync."""
+    ``beta`` are buffers this call fills first. ``form``: the op's key of the call's form, under
+    which the kernels a form runs are kept (:func:`_kernels_for`). No device→host sync."""
     if checkpoints is not None:
         raise NotImplementedError("checkpoints: see why_not")
     T_, H, Kd = q.shape
@@ -703,26 +740,29 @@ def gdn_prefill_hopper(
             gates = gates._replace(a=gates.a.contiguous(), b=gates.b.contiguous())
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
-                                                  gates.softplus_threshold)
-    if use_qk_l2norm and T_ > 0 and l2norm_in_pass():
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], choice["persistent"], l2norm_in_pass())
+    kernels = _form_kernels.get(key) if key is not None else None
+    if kernels is None:
+        spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
+                                                      gates.softplus_threshold)
+        kernels = _kernels_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
+                               has_initial_state is not None, choice["block_v"], scale, choice["persistent"], spec)
+        if key is not None and len(_form_kernels) < 4096:
+            _form_kernels[key] = kernels
+    norm, spec, kkt, fwd, var = kernels
+    if norm is not None and T_ > 0:
         # Stage 0: q, k normalised once per key head into compact buffers (qk_norm.py), with the
         # gates in the same launch when the call hands their inputs; the kernels below then run
         # the variant without l2norm.
-        norm = qk_norm_kernel(H, Kd, IN_DTYPES[q.dtype], (_tstride(q, H * Kd), _tstride(k, H * Kd)), spec)
         qn = torch.empty(T_, H, Kd, dtype=q.dtype, device=q.device)
         kn = torch.empty(T_, H, Kd, dtype=k.dtype, device=k.device)
         if spec is None:
             norm(q, k, qn, kn)
         else:
             norm(q, k, qn, kn, gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
-        q, k, use_qk_l2norm = qn, kn, False
+        q, k = qn, kn
     elif spec is not None and T_ > 0:
         gating_kernel(*spec)(gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
-    var = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
-                      has_initial_state is not None, choice["block_v"], scale)
-    kkt = kkt_kernel_for(var)
-    fwd = fwd_kernel(var, persistent=choice["persistent"])
 
     dev = q.device
     # The kernel reads both tables densely; engines may hand strided columns (vLLM's block_table[:, 0]).
