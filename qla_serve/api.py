@@ -209,7 +209,8 @@ def _prefill_form(q, k, v, g, beta, gates, state_pool, state_indices, cu_seqlens
                 return None
             gate_form = (_token_form(g), _token_form(beta))
         else:
-            if type(gates) is not GateInputs or gates.a.dim() != 2 or gates.b.dim() != 2:
+            if (type(gates) is not GateInputs or g is not None or beta is not None or gates.a.dim() != 2
+                    or gates.b.dim() != 2):
                 return None
             gate_form = (_token_form(gates.a), _token_form(gates.b), gates.A_log.dtype, gates.A_log.device,
                          gates.A_log.shape, gates.dt_bias.dtype, gates.dt_bias.device, gates.dt_bias.shape,

@@ -271,6 +271,7 @@ def test_prefill_with_gate_inputs_equals_gating_then_prefill(l2):
     args = _good()
     T = sum(LENS)
     gates = _gate_inputs(T, HV)
+    args["plan"] = plan_prefill(args["cu_seqlens"], state_indices_cpu=args["state_indices"], num_slots=6)
     pool0 = args["state_pool"].clone()
     q, k, v = (args.pop(n) for n in ("q", "k", "v"))
     args.pop("g"), args.pop("beta")
@@ -283,6 +284,8 @@ def test_prefill_with_gate_inputs_equals_gating_then_prefill(l2):
     leading = gates._replace(a=gates.a[None], b=gates.b[None])        # FLA's leading 1 is accepted
     args["state_pool"].copy_(pool0)
     assert torch.equal(gdn_prefill(q, k, v, gates=leading, use_qk_l2norm=l2, **args), want)
+    with pytest.raises(ValueError, match="not both"):     # this form is known now: still checked
+        gdn_prefill(q, k, v, g, beta, gates=gates, use_qk_l2norm=l2, **args)
 
 
 def test_bad_gate_inputs_are_named_and_leave_the_pool_untouched():
