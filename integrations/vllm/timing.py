@@ -21,7 +21,8 @@ its GDN layers saw prefill tokens, for whichever path ran them (``qla`` or vLLM'
   (``time.thread_time``). Host ms well above it is time the thread waited: for the GIL (vLLM's
   engine process runs its socket threads beside the forward) or for the OS.
 * ``layer_pieces_ms`` (qla only): per layer, the host ms of each piece the core marks with
-  :meth:`StepTimer.lap` (``conv``: the causal conv; ``op``: the inputs and ``gdn_prefill``).
+  :meth:`StepTimer.lap` (``conv``: from the core's start through the causal conv, the adapter's
+  checks included; ``op``: the inputs and ``gdn_prefill``).
 * ``t``: ``time.time()`` at the step's first GDN layer (the runner assigns steps to workloads);
   ``step_ms``: interval from this step's first GDN layer to the next step's first GDN layer. In
   eager mode that is the engine's step time (forward + scheduling); steps replayed as full CUDA
