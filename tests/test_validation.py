@@ -306,6 +306,8 @@ def test_bad_gate_inputs_are_named_and_leave_the_pool_untouched():
         (TypeError, "gates.A_log dtype", dict(g=None, beta=None, gates=gates._replace(A_log=gates.A_log.long()))),
         (TypeError, "gates.a must be a torch.Tensor", dict(g=None, beta=None, gates=gates._replace(a=gates.a.tolist()))),
         (ValueError, "gates.b is on meta", dict(g=None, beta=None, gates=gates._replace(b=gates.b.to("meta")))),
+        (TypeError, "gates.softplus_threshold must be a number",
+         dict(g=None, beta=None, gates=gates._replace(softplus_threshold="20"))),
     ]
     for exc, match, change in cases:
         args = _good()

@@ -618,9 +618,10 @@ _form_answers: dict[tuple, str | None] = {}     # op's form key → _why_not_for
 
 def why_not(call: dict[str, Any]) -> str | None:
     """Reason this call cannot run on the Hopper kernels, or None. The answer for the tensors is
-    kept per call form (the op's ``form`` key); the plan is checked every call."""
+    kept per call form (the op's ``form`` key); the plan is checked every call. An empty call's
+    answer is not kept: its stride checks are skipped (an empty view's strides mean nothing)."""
     form = call.get("form")
-    if form is None:
+    if form is None or call["q"].shape[0] == 0:
         why = _why_not_form(call)
     elif form in _form_answers:
         why = _form_answers[form]
