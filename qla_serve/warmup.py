@@ -66,35 +66,22 @@ def engine_axes(engine: str) -> tuple[str, dict]:
     return engine, ENGINE_AXES[engine]
 
 
-def _conv_kernels(hopper, num_k_heads: int, num_v_heads: int, engine: str) -> int:
-    """Compile or load the ``gdn_conv`` kernels an engine's adapter calls; returns how many."""
-    if engine not in CONV_ENGINES:
-        return 0
-    args = hopper.conv_variants(num_k_heads, num_v_heads)
-    for a in args:
-        hopper.conv_kernel(*a)
-    return len(args)
-
-
-def _gating_kernels(hopper, num_v_heads: int, engine: str) -> int:
-    """Compile or load the gating kernels an engine's adapter calls; returns how many."""
-    if engine not in GATING_ENGINES:
-        return 0
-    args = hopper.gating_variants(num_v_heads)
-    for a in args:
-        hopper.gating_kernel(*a)
-    return len(args)
-
-
-def _gated_norm_kernels(hopper, variants, engine: str) -> int:
-    """Compile or load the l2norm passes that also compute the gates, for these variants' call
-    forms, where the engine's adapter passes raw gate inputs; returns how many."""
-    if engine not in GATED_NORM_ENGINES:
-        return 0
-    args = hopper.qk_norm_gating_variants(variants)
-    for a in args:
-        hopper.qk_norm_kernel(*a)
-    return len(args)
+def _side_kernels(hopper, engine: str, heads: list[tuple[int, int]], variants) -> int:
+    """Compile or load the kernels an engine's adapter calls beside the prefill variants: the
+    ``gdn_conv`` kernels (:data:`CONV_ENGINES`), the stand-alone gating kernels
+    (:data:`GATING_ENGINES`) and the l2norm passes that compute the gates for these variants' call
+    forms (:data:`GATED_NORM_ENGINES`). Returns how many."""
+    builds = []
+    if engine in CONV_ENGINES:
+        builds += [(hopper.conv_kernel, a) for h, hv in sorted(set(heads)) for a in hopper.conv_variants(h, hv)]
+    if engine in GATING_ENGINES:
+        builds += [(hopper.gating_kernel, a) for hv in sorted({hv for _, hv in heads})
+                   for a in hopper.gating_variants(hv)]
+    if engine in GATED_NORM_ENGINES:
+        builds += [(hopper.qk_norm_kernel, a) for a in hopper.qk_norm_gating_variants(variants)]
+    for build, args in builds:
+        build(*args)
+    return len(builds)
 
 
 def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, compile_only: bool = False,
@@ -119,11 +106,7 @@ def warmup(heads: list[tuple[int, int]], pool_dtypes: list[str] | None = None, c
     variants = [v for h, hv in heads for v in hopper.variants_for_heads(h, hv, pool_dtypes=pools, **axes)]
     # One pool for every head count: the builds of all of them run side by side.
     hopper.warmup(variants, processes=processes or os.cpu_count())
-    for hv in sorted({hv for _, hv in heads}):
-        _gating_kernels(hopper, hv, engine)
-    _gated_norm_kernels(hopper, variants, engine)
-    for h, hv in sorted(set(heads)):
-        _conv_kernels(hopper, h, hv, engine)
+    _side_kernels(hopper, engine, heads, variants)
     print(f"heads {', '.join(f'{h}/{hv}' for h, hv in heads)} ({engine}): {len(variants)} variants ready")
     print(f"warm-up done in {time.perf_counter() - t0:.1f} s ({hopper.compile_count} kernels built or loaded)")
     return 0
@@ -170,9 +153,7 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
         t0 = time.perf_counter()
         with torch.cuda.device(device):
             hopper.warmup(variants, log=None)
-            _gating_kernels(hopper, num_v_heads, engine)
-            _gated_norm_kernels(hopper, variants, engine)
-            _conv_kernels(hopper, num_k_heads, num_v_heads, engine)
+            _side_kernels(hopper, engine, [(num_k_heads, num_v_heads)], variants)
         dt = time.perf_counter() - t0
     except Exception as exc:  # kernels then load on first use: never fail a server for this
         return f"failed: {exc!r}"[:300]

@@ -223,8 +223,9 @@ def test_vllm_warmup_covers_the_conv_path():
 
     H, HV = 2, 4
     axes = warmup.ENGINE_AXES["vllm-qla-conv"]
-    hopper.warmup(hopper.variants_for_heads(H, HV, pool_dtypes=("float32",), **axes), log=None)
-    warmup._conv_kernels(hopper, H, HV, "vllm-qla-conv")
+    variants = hopper.variants_for_heads(H, HV, pool_dtypes=("float32",), **axes)
+    hopper.warmup(variants, log=None)
+    warmup._side_kernels(hopper, "vllm-qla-conv", [(H, HV)], variants)
     before = hopper.compile_count
     for lens in ([70, 5, 300], [1]):
         case = make_conv_case(lens, H, HV, seed=len(lens), device="cuda:0")
