@@ -182,7 +182,7 @@ def _check_batch(cu_seqlens: torch.Tensor, state_indices: torch.Tensor, has_init
 # a count that does not fit takes the full validation, which raises the named error. Host time is
 # what a serving step's first GDN layer makes the GPU wait for (session 16); on the CPU machine,
 # kernels stubbed, this halved the op's Python (137 → 72 µs a call at 16/32 heads).
-_VALIDATED_FORMS: dict[tuple, tuple[int, int, int, int]] = {}   # form → (H, K, HV, V)
+_VALIDATED_FORMS: set[tuple] = set()
 _VALIDATED_FORMS_MAX = 1024
 
 
@@ -274,10 +274,11 @@ def gdn_prefill(
     """
     form = _prefill_form(q, k, v, g, beta, gates, state_pool, state_indices, cu_seqlens, has_initial_state, out,
                          plan, checkpoints, scale, use_qk_l2norm, state_layout, null_slot)
-    known = _VALIDATED_FORMS.get(form) if form is not None else None
-    if known is not None and _counts_fit(q, k, v, g, beta, gates, state_indices, cu_seqlens, has_initial_state,
-                                         out, plan):
-        (H, Kd, HV, Vd), T, dev = known, q.shape[0], q.device
+    if form in _VALIDATED_FORMS and _counts_fit(q, k, v, g, beta, gates, state_indices, cu_seqlens,
+                                                has_initial_state, out, plan):
+        T, _, Kd = q.shape
+        HV, Vd = v.shape[1], v.shape[2]
+        dev = q.device
         if gates is not None:
             gates = gates._replace(softplus_threshold=float(gates.softplus_threshold))
         return _run_prefill(q, k, v, g, beta, gates, state_pool, state_indices, has_initial_state, plan, scale,
@@ -327,7 +328,7 @@ def gdn_prefill(
             raise ValueError(f"checkpoints must have shape {(1, plan.num_chunks, *state_dims)}, "
                              f"got {tuple(checkpoints.shape)}")
     if form is not None and len(_VALIDATED_FORMS) < _VALIDATED_FORMS_MAX:
-        _VALIDATED_FORMS[form] = (H, Kd, HV, Vd)
+        _VALIDATED_FORMS.add(form)
     result = _run_prefill(q, k, v, g, beta, gates, state_pool, state_indices, has_initial_state, plan, scale,
                           use_qk_l2norm, out, checkpoints, state_layout, null_slot, T, HV, Kd, Vd, dev, form)
     if batched and result.dim() == 3:
