@@ -699,16 +699,19 @@ _form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, w
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
                  block_v: int, scale: float, persistent: bool, spec: tuple | None) -> tuple:
-    """``(l2norm pass or None, gating form or None, kkt_solve, walk, the variant they run)`` for a
-    call with these tensors' forms (``spec``: :func:`gating_spec` of its gates)."""
+    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve, walk, the variant they
+    run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
+    the l2norm pass computes when there is one, else the gating kernel)."""
     asked = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm, has_initial_state, block_v,
                         scale)
-    norm = None
+    norm = gate = None
     if use_qk_l2norm and l2norm_in_pass():
         st = asked.resolved_strides()
         norm = qk_norm_kernel(asked.num_k_heads, asked.head_k_dim, asked.dtype, (st[0], st[1]), spec)
+    elif spec is not None:
+        gate = gating_kernel(*spec)
     var = asked.after_l2norm_pass()
-    return norm, spec, kkt_kernel_for(var), fwd_kernel(var, persistent=persistent), var
+    return norm, gate, kkt_kernel_for(var), fwd_kernel(var, persistent=persistent), var
 
 
 def gdn_prefill_hopper(
@@ -750,20 +753,20 @@ def gdn_prefill_hopper(
                                has_initial_state is not None, choice["block_v"], scale, choice["persistent"], spec)
         if key is not None and len(_form_kernels) < 4096:
             _form_kernels[key] = kernels
-    norm, spec, kkt, fwd, var = kernels
+    norm, gate, kkt, fwd, var = kernels
     if norm is not None and T_ > 0:
         # Stage 0: q, k normalised once per key head into compact buffers (qk_norm.py), with the
         # gates in the same launch when the call hands their inputs; the kernels below then run
         # the variant without l2norm.
         qn = torch.empty(T_, H, Kd, dtype=q.dtype, device=q.device)
         kn = torch.empty(T_, H, Kd, dtype=k.dtype, device=k.device)
-        if spec is None:
+        if gates is None:
             norm(q, k, qn, kn)
         else:
             norm(q, k, qn, kn, gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
         q, k = qn, kn
-    elif spec is not None and T_ > 0:
-        gating_kernel(*spec)(gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
+    elif gate is not None and T_ > 0:
+        gate(gates.a, gates.b, gates.A_log, gates.dt_bias, g, beta)
 
     dev = q.device
     # The kernel reads both tables densely; engines may hand strided columns (vLLM's block_table[:, 0]).
