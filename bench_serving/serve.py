@@ -133,10 +133,12 @@ def prefix(P, suffixes, c, n, out):
 # Server settings per preset: max_model_len, max_num_batched_tokens, eager, vocab of random ids.
 PRESETS = {
     "h200": dict(
-        workloads=[fixed(2048, 8, 64), fixed(8192, 8, 64), fixed(32768, 4, 64),
-                   mixed([256, 512, 1024, 2048, 4096, 8192], 4, 32, 64),
-                   mixed([256, 512, 1024, 2048, 4096, 8192], 16, 64, 64),
-                   prefix(8192, [128, 256, 512, 1024], 16, 48, 64)],
+        # Four times session 16's request counts: a cell's requests take seconds against a server
+        # start of 2-3 minutes, and with 4-8 requests a p50 moved by more than qla-serve moves it.
+        workloads=[fixed(2048, 32, 64), fixed(8192, 32, 64), fixed(32768, 16, 64),
+                   mixed([256, 512, 1024, 2048, 4096, 8192], 4, 128, 64),
+                   mixed([256, 512, 1024, 2048, 4096, 8192], 16, 256, 64),
+                   prefix(8192, [128, 256, 512, 1024], 16, 192, 64)],
         max_model_len=33792, max_num_batched_tokens=8192, eager=False, vocab=2048,
         model=ROOT / ".work" / "qwen3-next-80b-8l-e512"),
     # Issue 7's workloads at the fewest requests that still give p50s, for one short device lease:
@@ -226,28 +228,32 @@ async def _one(session, url: str, model: str, ids: list[int], output_len: int) -
 
 
 def warm_up(srv, workloads, seed: int, vocab: int) -> None:
-    """Before timing: every prompt length alone, then each workload's own batch shape once (its
-    concurrency, its length mix, fresh tokens; a prefix workload's batch reuses a prefix cached
-    just before, as in its timed window). Engines build kernels lazily per shape class
-    (FlashInfer JITs its multi-sequence prefill, qla-serve loads its wide-V-block and CP kernels
-    on the first batch that needs them); a workload must not pay that inside its timed window."""
+    """Before timing: every prompt length alone, then a rehearsal of each workload: fresh prompts
+    of its own kind and length mix, 2 × its concurrency of them (at least 2), at its concurrency
+    and its full output length (a prefix workload's rehearsal reuses a prefix cached just before,
+    as in its timed window). Engines build kernels lazily per shape class (FlashInfer JITs its
+    multi-sequence prefill, qla-serve loads its wide-V-block and CP kernels on the first batch
+    that needs them, Triton compiles vLLM's MoE and cache kernels for new batch sizes, into a disk
+    cache that the next server on the machine then finds warm); a workload must not pay that
+    inside its timed window. With one short batch per workload (4 output tokens), session 16's
+    first server had a ~1-s stall inside its mixed-c4 window (cause not found; a compile for a
+    batch size first seen there is the likeliest)."""
     rng = random.Random(seed)
     tok = lambda n: [rng.randrange(3, vocab) for _ in range(n)]  # noqa: E731
     lens = sorted({L for w in workloads for L in ([w.max_len] if w.kind != "mixed" else w.prompt_lens)})
     asyncio.run(drive(srv.url, srv.served_name, [tok(L) for L in lens], 1, 4))
     for w in workloads:
-        if w.concurrency > 1:
-            n = min(w.concurrency, w.num_requests)
-            if w.kind == "prefix":
-                # As timed: a cached prefix (its own, fresh), then the batch of suffixes that reuse
-                # it, so the prefill-from-a-restored-state shape is built here (FlashInfer JITs
-                # it: one 6.7 s step inside auto's timed prefix window on the H200 before this).
-                shared = tok(w.prefix_len)
-                asyncio.run(drive(srv.url, srv.served_name, [shared], 1, 2))
-                batch = [shared + tok(rng.choice(w.prompt_lens)) for _ in range(n)]
-            else:
-                batch = [tok(w.prefix_len + rng.choice(w.prompt_lens)) for _ in range(n)]
-            asyncio.run(drive(srv.url, srv.served_name, batch, w.concurrency, 4))
+        n = min(max(2 * w.concurrency, 2), w.num_requests)
+        if w.kind == "prefix":
+            # As timed: a cached prefix (its own, fresh), then suffixes that reuse it, so the
+            # prefill-from-a-restored-state shape is built here (FlashInfer JITs it: one 6.7 s step
+            # inside auto's timed prefix window on the H200 before this).
+            shared = tok(w.prefix_len)
+            asyncio.run(drive(srv.url, srv.served_name, [shared], 1, 2))
+            batch = [shared + tok(rng.choice(w.prompt_lens)) for _ in range(n)]
+        else:
+            batch = [tok(w.prefix_len + rng.choice(w.prompt_lens)) for _ in range(n)]
+        asyncio.run(drive(srv.url, srv.served_name, batch, w.concurrency, w.output_len))
 
 
 async def drive(url: str, model: str, prompts: list[list[int]], concurrency: int, output_len: int,
@@ -278,6 +284,21 @@ def percentile(xs: list[float], p: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def median_ci(xs: list[float], z: float = 1.96) -> list[float] | None:
+    """A distribution-free ~95 % confidence interval of the median: the order statistics at ranks
+    ⌊n/2 − z·√n/2⌋ and ⌈1 + n/2 + z·√n/2⌉ (1-based; the binomial's normal approximation). None
+    below 6 samples."""
+    import math
+
+    n = len(xs)
+    if n < 6:
+        return None
+    xs = sorted(xs)
+    half = z * math.sqrt(n) / 2
+    lo, hi = max(math.floor(n / 2 - half) - 1, 0), min(math.ceil(n / 2 + half), n - 1)
+    return [xs[lo], xs[hi]]
+
+
 def summarize(results: list[RequestResult]) -> dict:
     ok = [r for r in results if r.error is None]
     series = {
@@ -292,6 +313,7 @@ def summarize(results: list[RequestResult]) -> dict:
     for m, xs in series.items():
         out[m] = {f"p{p}": percentile(xs, p) for p in PCTS}
         out[m]["mean"] = statistics.fmean(xs) if xs else None
+        out[m]["p50_ci"] = median_ci(xs)
     return out
 
 
@@ -413,8 +435,9 @@ def markdown(report: dict) -> str:
     base = [b for b in report["cells"] if base_of(b) not in QLA_BACKENDS]
     mine = [b for b in report["cells"] if base_of(b) in QLA_BACKENDS]
     if mine and base:
-        cmp = ["| workload | qla-serve server | its TTFT p50 | best baseline TTFT p50 | ratio | its TPOT p50 | "
-               "baseline TPOT p50 | GDN ms/step it / best baseline |", "|" + "---|" * 8]
+        cmp = ["| workload | qla-serve server | its TTFT p50 [95 % CI] | best baseline TTFT p50 [95 % CI] | ratio | "
+               "its TPOT p50 [95 % CI] | baseline TPOT p50 [95 % CI] | GDN ms/step it / best baseline |",
+               "|" + "---|" * 8]
         for w in report["workloads"]:
             for q_label in mine:
                 s = report["cells"][q_label].get(w["name"])
@@ -424,9 +447,10 @@ def markdown(report: dict) -> str:
                 best, bn = min(bs, key=lambda x: x[0]["ttft_ms"]["p50"] or float("inf"))
                 q, r = s["ttft_ms"]["p50"], best["ttft_ms"]["p50"]
                 gq, gr = (s.get("gdn") or {}).get("gdn_ms_per_step"), (best.get("gdn") or {}).get("gdn_ms_per_step")
-                cmp.append(f"| {w['name']} | {q_label} | {fmt(q)} | {fmt(r)} ({bn}) | "
-                           f"{fmt(q / r if q and r else None, '.2f')} | {fmt(s['tpot_ms']['p50'])} | "
-                           f"{fmt(best['tpot_ms']['p50'])} | {fmt(gq, '.2f')} / {fmt(gr, '.2f')} |")
+                cmp.append(f"| {w['name']} | {q_label} | {fmt(q)}{ci(s['ttft_ms'])} | {fmt(r)}{ci(best['ttft_ms'])} "
+                           f"({bn}) | {fmt(q / r if q and r else None, '.2f')} | {fmt(s['tpot_ms']['p50'])}"
+                           f"{ci(s['tpot_ms'])} | {fmt(best['tpot_ms']['p50'])}{ci(best['tpot_ms'])} | "
+                           f"{fmt(gq, '.2f')} / {fmt(gr, '.2f')} |")
     wl = "\n".join(f"- `{w['name']}`: {w['kind']}, concurrency {w['concurrency']}, {w['num_requests']} requests, "
                    f"prompt lengths {w['prompt_lens']}" + (f" after a shared {w['prefix_len']}-token prefix "
                    "(prefix caching on; the prefix is sent once before the stream)" if w["kind"] == "prefix" else "") + f", {w['output_len']} output tokens"
@@ -473,6 +497,13 @@ tables, dense indices), outside the GDN core's time.
 
 {"## qla vs the best baseline" + chr(10) + chr(10) + chr(10).join(cmp) if cmp else ""}
 {noise}"""
+
+
+def ci(m: dict) -> str:
+    """A metric's p50 confidence interval as " [lo, hi]" ("" where it has none: under 6 samples,
+    or a cell recorded before it existed)."""
+    got = m.get("p50_ci")
+    return f" [{fmt(got[0])}, {fmt(got[1])}]" if got else ""
 
 
 def noise_floor(report: dict) -> str:

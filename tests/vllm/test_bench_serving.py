@@ -61,28 +61,33 @@ def test_runner_cpu_smoke(tiny_model_dir, tmp_path, capsys):
 
 
 def test_warm_up_sends_each_batch_shape_and_a_prefix_hit_batch(monkeypatch):
-    """The warm-up must build what the timed windows will hit: every length alone, each concurrent
-    workload's batch, and for a prefix workload a batch that reuses a prefix cached just before."""
+    """The warm-up must build what the timed windows will hit: every length alone, then a rehearsal
+    of each workload at its concurrency and full output length (2 × concurrency requests, at most
+    the workload's count), a prefix workload's rehearsal reusing a prefix cached just before."""
     sys.path.insert(0, str(ROOT / "bench_serving"))
     import serve
 
     calls = []
 
     async def fake_drive(url, model, prompts, concurrency, output_len, progress=None):
-        calls.append((prompts, concurrency))
+        calls.append((prompts, concurrency, output_len))
         return []
 
     monkeypatch.setattr(serve, "drive", fake_drive)
     srv = type("Srv", (), {"url": "http://127.0.0.1:1", "served_name": "m"})()
-    workloads = [serve.fixed(256, 1, 2), serve.mixed([32, 96], 3, 3, 6), serve.prefix(64, [16, 48], 2, 3, 6)]
+    workloads = [serve.fixed(256, 5, 2), serve.mixed([32, 96], 3, 9, 6), serve.prefix(64, [16, 48], 2, 3, 7)]
     serve.warm_up(srv, workloads, seed=1, vocab=100)
     lengths = sorted(len(p) for p in calls[0][0])
     assert lengths == [32, 96, 112, 256] and calls[0][1] == 1          # each prompt length alone
-    mixed_batch, cached, prefix_batch = calls[1], calls[2], calls[3]
-    assert mixed_batch[1] == 3 and len(mixed_batch[0]) == 3
+    fixed_batch, mixed_batch, cached, prefix_batch = calls[1:]
+    assert fixed_batch[1:] == (1, 2) and [len(p) for p in fixed_batch[0]] == [256, 256]
+    assert mixed_batch[1:] == (3, 6) and len(mixed_batch[0]) == 6 and {len(p) for p in mixed_batch[0]} <= {32, 96}
     assert len(cached[0]) == 1 and len(cached[0][0]) == 64              # the prefix, cached first
-    assert prefix_batch[1] == 2 and len(prefix_batch[0]) == 2
+    assert prefix_batch[1:] == (2, 7) and len(prefix_batch[0]) == 3     # capped at the workload's 3
     assert all(p[:64] == cached[0][0] and len(p) - 64 in (16, 48) for p in prefix_batch[0])
+    # rehearsal prompts are fresh: none equals a timed prompt of the same workload
+    timed = workloads[1].prompts(0 + sum(map(ord, workloads[1].name)), 100)
+    assert not any(p in timed for p in mixed_batch[0])
 
 
 def test_a_second_server_of_a_backend_is_its_own_column_and_sets_the_noise_floor():
@@ -151,3 +156,31 @@ def test_each_server_gets_its_backends_flags_and_environment(monkeypatch, tmp_pa
     assert nocp_args[:2] == ["--attention-backend", "qla"] and nocp_env["QLA_CP"] == "0"
     assert "QLA_VLLM_TRACE" in nocp_env and "QLA_VLLM_STEP_TIMING" in nocp_env
     assert "--attention-backend" not in auto_args and "QLA_CP" not in auto_env and "QLA_VLLM_TRACE" not in auto_env
+
+
+def test_median_ci_brackets_the_median_and_reaches_the_comparison_table():
+    """The p50's distribution-free interval: order statistics around the median, wider for fewer
+    samples, none under 6; the qla-vs-baseline table prints it beside each p50."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import random
+
+    import serve
+
+    assert serve.median_ci([1.0] * 5) is None
+    rng = random.Random(4)
+    xs = [rng.gauss(100.0, 10.0) for _ in range(32)]
+    lo, hi = serve.median_ci(xs)
+    med = serve.percentile(xs, 50)
+    assert lo < med < hi and sorted(xs).index(lo) == 9 and sorted(xs).index(hi) == 22
+    wide = serve.median_ci(xs[:8])
+    assert wide[0] <= lo or wide[1] >= hi
+    res = [serve.RequestResult(10, 8, ttft, ttft + 70.0, [10.0] * 7) for ttft in xs]
+    s = serve.summarize(res)
+    assert s["ttft_ms"]["p50_ci"] == [lo, hi]
+    w = serve.fixed(2048, 32, 8)
+    base = serve.summarize([serve.RequestResult(10, 8, t + 20.0, t + 90.0, [11.0] * 7) for t in xs])
+    report = {"config": {"preset": "x", "model": "m", "common_args": []}, "updated": "now",
+              "host": {"node": "n", "cpu_count": 1}, "workloads": [serve.asdict(w)],
+              "cells": {"qla": {w.name: s}, "auto": {w.name: base}}}
+    cmp = serve.markdown(report).split("## qla vs the best baseline")[1]
+    assert f"| {serve.fmt(med)} [{serve.fmt(lo)}, {serve.fmt(hi)}] | " in cmp
