@@ -154,6 +154,7 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
         with torch.cuda.device(device):
             hopper.warmup(variants, log=None)
             _side_kernels(hopper, engine, [(num_k_heads, num_v_heads)], variants)
+        hopper.mark_preloaded()
         dt = time.perf_counter() - t0
     except Exception as exc:  # kernels then load on first use: never fail a server for this
         return f"failed: {exc!r}"[:300]

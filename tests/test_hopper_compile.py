@@ -154,3 +154,22 @@ def test_conv_kernels_compile_for_sm90a():
         src = hopper.conv_kernel(*args).get_kernel_source()
         assert "rsqrtf" in src if args[7] else "rsqrtf" not in src
         assert "tma_store" in src           # a whole chunk's tile leaves in one bulk store
+
+
+def test_a_kernel_built_after_the_preload_is_logged_once_with_its_time(monkeypatch, caplog):
+    """After an adapter's start-up preload, a kernel that still has to be built or loaded stalls a
+    serving step: it is logged (kind and seconds), and only then; before the preload, silence."""
+    import logging
+
+    monkeypatch.setattr(hopper, "_preloaded_in_process", False)
+    built = []
+    with caplog.at_level(logging.WARNING, logger="qla_serve"):
+        hopper._get(("probe-before", 1), lambda: built.append(1) or "k1")
+        assert not [r for r in caplog.records if "first use" in r.getMessage()]
+        hopper.mark_preloaded()
+        assert hopper._get(("probe-after", 1), lambda: built.append(2) or "k2") == "k2"
+        assert hopper._get(("probe-after", 1), lambda: built.append(3) or "k3") == "k2"   # cached: no build
+    msgs = [r.getMessage() for r in caplog.records if "first use" in r.getMessage()]
+    assert built == [1, 2] and len(msgs) == 1 and "kernel probe-after built or loaded" in msgs[0]
+    for key in (("probe-before", 1), ("probe-after", 1)):
+        hopper._kernels.pop(key)

@@ -176,6 +176,16 @@ def _compile(prim_func, pass_configs) -> CompiledKernel:
     return CompiledKernel(kernel)
 
 
+_preloaded_in_process = False   # set by mark_preloaded(): from then on a kernel build is a stall to report
+
+
+def mark_preloaded() -> None:
+    """An engine adapter's start-up preload is done (``qla_serve.warmup.preload``): every kernel
+    compiled or loaded after this is logged, with its time, because a serving step waits for it."""
+    global _preloaded_in_process
+    _preloaded_in_process = True
+
+
 def _get(key: tuple, build) -> Any:
     kern = _kernels.get(key)
     if kern is not None:
@@ -183,8 +193,13 @@ def _get(key: tuple, build) -> Any:
     with _lock:
         kern = _kernels.get(key)
         if kern is None:
+            t0 = time.perf_counter()
             kern = build()
             _kernels[key] = kern
+            if _preloaded_in_process:
+                logging.getLogger("qla_serve").warning(
+                    "qla-serve: kernel %s built or loaded at first use after start-up in %.2f s (the "
+                    "step that needed it waited; warm-up does not cover this shape class)", key[0], time.perf_counter() - t0)
     return kern
 
 
