@@ -184,3 +184,31 @@ def test_median_ci_brackets_the_median_and_reaches_the_comparison_table():
               "cells": {"qla": {w.name: s}, "auto": {w.name: base}}}
     cmp = serve.markdown(report).split("## qla vs the best baseline")[1]
     assert f"| {serve.fmt(med)} [{serve.fmt(lo)}, {serve.fmt(hi)}] | " in cmp
+
+
+def test_servers_of_one_backend_are_pooled_request_by_request():
+    """With NAME@K servers the report pools every request of a backend's servers and sets qla's
+    pooled TTFT p50 against the best pooled baseline; cells without samples are left out."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    def cell(ttfts):
+        return serve.summarize([serve.RequestResult(10, 8, t, t + 70.0, [10.0] * 7) for t in ttfts])
+
+    w = serve.fixed(2048, 8, 8)
+    report = {"config": {"preset": "x", "model": "m", "common_args": []}, "updated": "now",
+              "host": {"node": "n", "cpu_count": 1}, "workloads": [serve.asdict(w)],
+              "cells": {"qla": {w.name: cell([40.0 + i for i in range(8)])},
+                        "qla@2": {w.name: cell([50.0 + i for i in range(8)])},
+                        "auto": {w.name: cell([60.0 + i for i in range(8)])},
+                        "auto@2": {w.name: cell([70.0 + i for i in range(8)])},
+                        "triton": {w.name: cell([55.0 + i for i in range(8)])}}}
+    md = serve.markdown(report)
+    pooled = md.split("## Pooled over servers")[1]
+    qla_med = serve.percentile([40.0 + i for i in range(8)] + [50.0 + i for i in range(8)], 50)
+    best = serve.percentile([55.0 + i for i in range(8)], 50)        # triton (one server) beats pooled auto
+    assert f"| prompt-2k-c1 | qla | 2 | {serve.fmt(qla_med)} [" in pooled
+    assert f"| {serve.fmt(qla_med / best, '.2f')} (triton) |" in pooled
+    assert "| prompt-2k-c1 | auto | 2 |" in pooled and "| prompt-2k-c1 | triton | 1 |" in pooled
+    del report["cells"]["qla@2"][w.name]["samples"]                  # an old cell: qla drops out
+    assert "| prompt-2k-c1 | qla |" not in serve.markdown(report).split("## Pooled over servers")[1]
