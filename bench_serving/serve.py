@@ -53,9 +53,13 @@ BACKENDS = {
     # qla with intra-card context parallelism off: CP's rule was fitted on kernel time, and CP
     # adds launches and host work per layer, which a host-bound serving step pays in full.
     "qla-nocp": (["--attention-backend", "qla"], "qla-serve with intra-card CP off (QLA_CP=0)"),
+    # qla with qla_serve.gdn_conv in place of vLLM's causal conv (one TVM-FFI launch, q/k normalised
+    # in it): vLLM's conv wrapper is most of a small step's GDN host time (session 16), while
+    # gdn_conv's GPU time is above vLLM's conv + the l2norm pass at 8192 tokens (session 15).
+    "qla-conv": (["--attention-backend", "qla"], "qla-serve with its own causal conv (QLA_VLLM_CONV=qla)"),
 }
-BACKEND_ENV = {"qla-nocp": {"QLA_CP": "0"}}   # server environment per backend
-QLA_BACKENDS = {"qla", "qla-nocp"}             # qla-serve runs the prefill: traced, never a baseline
+BACKEND_ENV = {"qla-nocp": {"QLA_CP": "0"}, "qla-conv": {"QLA_VLLM_CONV": "qla"}}   # server environment per backend
+QLA_BACKENDS = {"qla", "qla-nocp", "qla-conv"}   # qla-serve runs the prefill: traced, never a baseline
 ALIASES = {"vllm": "auto"}
 
 

@@ -126,8 +126,8 @@ def test_a_second_server_of_a_backend_is_its_own_column_and_sets_the_noise_floor
 
 
 def test_each_server_gets_its_backends_flags_and_environment(monkeypatch, tmp_path):
-    """qla-nocp is qla's flag with QLA_CP=0 in the server's environment, traced like qla; a
-    baseline gets no qla-serve trace."""
+    """qla-nocp is qla's flag with QLA_CP=0 in the server's environment, qla-conv with
+    QLA_VLLM_CONV=qla, both traced like qla; a baseline gets no qla-serve trace."""
     sys.path.insert(0, str(ROOT / "bench_serving"))
     import serve
 
@@ -148,12 +148,14 @@ def test_each_server_gets_its_backends_flags_and_environment(monkeypatch, tmp_pa
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    for backend in ("qla-nocp", "auto"):
+    for backend in ("qla-nocp", "auto", "qla-conv"):
         rc = serve.main(["--preset", "cpu-smoke", "--backends", backend, "--workloads", "prompt-256-c1",
                          "--model", str(model), "--out", str(tmp_path / backend), "--no-plots"])
         assert rc == 130
-    (nocp_args, nocp_env), (auto_args, auto_env) = started
+    (nocp_args, nocp_env), (auto_args, auto_env), (conv_args, conv_env) = started
     assert nocp_args[:2] == ["--attention-backend", "qla"] and nocp_env["QLA_CP"] == "0"
+    assert conv_args[:2] == ["--attention-backend", "qla"] and conv_env["QLA_VLLM_CONV"] == "qla"
+    assert "QLA_VLLM_TRACE" in conv_env and "QLA_CP" not in conv_env
     assert "QLA_VLLM_TRACE" in nocp_env and "QLA_VLLM_STEP_TIMING" in nocp_env
     assert "--attention-backend" not in auto_args and "QLA_CP" not in auto_env and "QLA_VLLM_TRACE" not in auto_env
 
