@@ -167,7 +167,7 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
         return token_recurrence(q[b:e], k[b:e], v[b:e], g[b:e], beta[b:e], [0, e - b],
                                 None if S0 is None else S0[None], scale=scale, use_qk_l2norm=use_qk_l2norm)
 
-    def partials(q, k, v, gcum, a, part_bounds, scratch):
+    def partials(q, k, v, gcum, a, part_bounds, scratch, tail=None):
         calls.append("partials")
         HV, Kd = v.shape[1], q.shape[2]
         nsp = part_bounds.shape[0]
@@ -177,6 +177,14 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
             _, h = walk(q, k, v, b, e, None)
             zero_v = torch.zeros(v.shape[0], HV, Kd, dtype=v.dtype)
             _, M = walk(q, k, zero_v, b, e, eye)
+            if tail is not None:
+                # the tail-start kernel: head hv with w > 0 walks its last w chunks from S = 0, M = 0
+                assert tail.dtype == torch.int32 and tuple(tail.shape) == (nsp, HV)
+                for hv, w in enumerate(tail[r].tolist()):
+                    if w > 0:
+                        _, ht = walk(q, k, v, e - w * C, e, None)
+                        h[0, hv] = ht[0, hv]
+                        M[0, hv] = 0.0
             scratch[r] = kv_to_pool(h[0], layout).float()
             scratch[nsp + r] = kv_to_pool(M[0], layout).float()
 
@@ -235,9 +243,18 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
     return partials, combine, from_starts, calls
 
 
+def chunk_local_cumsum(g: torch.Tensor, cu: list[int]) -> torch.Tensor:
+    """γ: the cumsum of g inside each 64-token chunk of each sequence (kkt_solve's gcum)."""
+    out = torch.zeros_like(g, dtype=torch.float32)
+    for b, e in zip(cu, cu[1:]):
+        for c in range(b, e, C):
+            out[c:min(c + C, e)] = g[c:min(c + C, e)].float().cumsum(0)
+    return out
+
+
 def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.float32, gate_scale=2.0,
              zero_gate_heads=(), very_negative=False, hinit_mode="mix", null_slot=0, skip=(), seed=0,
-             combine_mode="fp64", use_qk_l2norm=False, beta_scale=1.0):
+             combine_mode="fp64", use_qk_l2norm=False, beta_scale=1.0, tail=False):
     q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.float32, gate_scale=gate_scale,
                                        seed=seed, normalize_k=not use_qk_l2norm)
     beta = beta * beta_scale
@@ -257,12 +274,12 @@ def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.f
                               hinit if hinit is not None else [True] * N, layout=layout, null_slot=null_slot,
                               use_qk_l2norm=use_qk_l2norm)
 
-    tab = cp.build_tables(seqlens, parts)
+    tab = cp.build_tables(seqlens, parts, tail=tail)
     partials, combine, from_starts, calls = torch_phases(g, beta, layout, use_qk_l2norm=use_qk_l2norm,
                                                          combine_mode=combine_mode)
     out = torch.full_like(v, float("nan"))
     T = v.shape[0]
-    gcum = torch.zeros(T, HV)
+    gcum = chunk_local_cumsum(g, cu.tolist())     # what kkt_solve hands the phases (tail starts read it)
     a = torch.zeros(T, HV, C)
     idx_t = torch.tensor(idx, dtype=torch.int32)
     hinit_t = None if hinit is None else torch.tensor(hinit, dtype=torch.bool).view(torch.uint8)
@@ -308,6 +325,49 @@ def test_cp_math_exact(tag, seqlens, parts, kw):
     assert e_s < (5e-3 if bf16 else 1e-6), f"{tag}: state error {e_s:.3e}"
 
 
+def test_tail_chunks_finds_the_fewest_chunks_that_decay_far_enough():
+    """w per (partition, head): the fewest chunks back from the partition's end whose chunk decays
+    (γ at each chunk's last token) sum to ≤ −45; 0 where none of them gets there."""
+    seqlens = [10 * C, 3 * C + 5]
+    tab = cp.build_tables(seqlens, [2, 2], tail=True)        # partials: (0, 320), (640, 768)
+    assert tab.bounds == ((0, 5 * C), (10 * C, 12 * C))
+    assert tab.tail_ends.tolist() == [[319, 255, 191, 127, 63], [767, 703, -1, -1, -1]]
+    g = torch.zeros(sum(seqlens), 4)
+    g[:, 0] = -10.0 / C                                      # −10 a chunk: 5 chunks reach −50
+    g[:, 2] = 0.0                                             # never decays: the exact walk
+    g[3 * C:5 * C, 3] = -50.0 / C                             # the last chunk alone reaches −50
+    g[10 * C:12 * C, 1] = -40.0 / C                           # −40, −40: two chunks
+    gcum = chunk_local_cumsum(g, [0, seqlens[0], sum(seqlens)])
+    w = cp.tail_chunks(gcum, tab)
+    assert w.dtype == torch.int32 and w.tolist() == [[5, 0, 0, 1], [0, 2, 0, 0]]
+    with pytest.raises(ValueError, match="tail=True"):
+        cp.tail_chunks(gcum, cp.build_tables(seqlens, [2, 2]))
+
+
+@pytest.mark.parametrize("layout", ["vk", "kv"])
+def test_cp_math_with_tail_starts_stays_exact(layout, monkeypatch):
+    """Tail starts (h from the decaying tail only, M = 0) give the oracle's outputs and states to fp64
+    rounding, with some heads taking the tail and a g = 0 head the exact walk; a threshold of 1
+    instead of 45 drops enough of the start state to fail the same bound."""
+    kw = dict(layout=layout, gate_scale=0.5, zero_gate_heads=(1,), HV=3, hinit_mode="all", tail=True)
+    calls = []
+    real = cp.tail_chunks
+    monkeypatch.setattr(cp, "tail_chunks", lambda gcum, tab: calls.append(real(gcum, tab)) or calls[-1])
+    e_o, e_s, tab = run_case([3200, 900], [4, 2], seed=case_seed("tail", 11), **kw)
+    w = calls[-1]
+    nch = torch.tensor([(e - b) // C for b, e in tab.bounds])
+    print(layout, f"tail starts: o {e_o:.2e} state {e_s:.2e}; w per partition and head {w.tolist()}, "
+          f"partition chunks {nch.tolist()}")
+    assert (w[:, 1] == 0).all() and (w[:, [0, 2]] > 0).all()
+    assert (w[:, [0, 2]] < nch[:, None] // 2).all()          # most of each partition's walk is skipped
+    assert e_o < 1e-6 and e_s < 1e-6
+    # Weak gates (−0.64 a chunk on average) and a threshold of 1: the tail drops ~e^-1 of the start.
+    monkeypatch.setattr(cp, "TAIL_LOG_DECAY", 1.0)
+    e_o, e_s, _ = run_case([3200, 900], [4, 2], seed=case_seed("tail", 11), **(kw | dict(gate_scale=0.02)))
+    print(layout, f"threshold 1, weak gates: o {e_o:.2e} state {e_s:.2e}")
+    assert e_o > 1e-4
+
+
 @pytest.mark.parametrize("layout", ["vk", "kv"])
 def test_cp_combine_split_precision(layout):
     """The kernel's bf16 hi+lo product (fp32 accumulate, fp32 state) keeps the state within 1e-5 over a
@@ -341,11 +401,17 @@ def test_cp_tables_from_plan_drive_the_math(monkeypatch):
     assert e_o < 1e-6 and e_s < 1e-6
 
 
-@pytest.mark.parametrize("layout,pool_dtype,hinit_mode", [("vk", torch.float32, "mix"), ("kv", torch.bfloat16, "none")])
-def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, monkeypatch):
+@pytest.mark.parametrize("layout,pool_dtype,hinit_mode,tail", [("vk", torch.float32, "mix", False),
+                                                               ("kv", torch.bfloat16, "none", False),
+                                                               ("vk", torch.float32, "mix", True)])
+def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail, monkeypatch):
     """The real entry point's CP branch (plan → tables → scratch → phases) on the CPU, TileLang kernels
-    replaced by the torch emulations: dense int32 indices, has_initial_state handling, null slots."""
+    replaced by the torch emulations: dense int32 indices, has_initial_state handling, null slots;
+    with QLA_CP_TAIL=1 the tail-start partials (their w from the kkt stand-in's real γ)."""
     from qla_serve.kernels import hopper
+
+    if tail:
+        monkeypatch.setenv(cp.TAIL_ENV, "1")
 
     seqlens, H, HV, D = [700, 64, 1, 300], 1, 2, 32
     q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.bfloat16, seed=17)
@@ -358,14 +424,23 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, monkeypatc
     o_ref, s_ref = oracle_for(q, k, v, g, beta, cu.tolist(), pool_before, idx.tolist(),
                               [True] * N if hinit is None else hinit.tolist(), layout=layout, null_slot=0)
     partials, combine, from_starts, calls = torch_phases(g, beta, layout)
-    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: (lambda *a: calls.append("kkt")))
+    tails = []
+
+    def kkt(k_, g_, beta_, chunk_bounds, gcum, a):      # γ as kkt_solve writes it (tail starts read it)
+        calls.append("kkt")
+        gcum.copy_(chunk_local_cumsum(g_, cu.tolist()))
+
+    def tail_partials(*args):
+        tails.append(args[7] if len(args) > 7 else None)
+        return partials(*args)
+    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: kkt)
 
     def no_fwd(var, phase=0, persistent=None):
         def run(*a):
             raise AssertionError("the non-CP kernel ran")
         return run
     monkeypatch.setattr(hopper, "fwd_kernel", no_fwd)
-    monkeypatch.setattr(cp, "phase_kernels", lambda var: (partials, from_starts))
+    monkeypatch.setattr(cp, "phase_kernels", lambda var, tail=False: (tail_partials, from_starts))
 
     def combine_kernel(HV, K, V, block_v, pool_dtype, layout_, read_has_initial_state):
         assert (pool_dtype, layout_, read_has_initial_state) == (hopper.POOL_DTYPES[pool.dtype], layout,
@@ -380,6 +455,11 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, monkeypatc
                               plan=plan, scale=D ** -0.5, use_qk_l2norm=False, out=out, state_layout=layout,
                               null_slot=0)
     assert calls == ["kkt", "partials", "combine", "from_starts"]
+    if tail:      # head 0 never decays (g = 0): the exact walk; head 1 decays: a tail of a few chunks
+        (w,) = tails
+        assert (w[:, 0] == 0).all() and (w[:, 1] > 0).all(), w
+    else:
+        assert tails == [None]
     live = [0, 2, 3]
     cu_l = cu.tolist()
     assert (out[cu_l[1]:cu_l[2]] == 0).all()
@@ -486,6 +566,11 @@ def test_cp_path_compiles_for_sm90a(monkeypatch):
     partials, from_starts = cp.phase_kernels(var)
     assert "wgmma" in from_starts.get_kernel_source()
     cp.warmup_cp([var], log=None)
+    # the tail-start form of phase 1 (QLA_CP_TAIL=1), at both V-blocks: a kernel of its own
+    for bv in (64, 128):
+        tail_partials, _ = cp.phase_kernels(dataclasses.replace(var, block_v=bv), tail=True)
+        src = tail_partials.get_kernel_source()
+        assert "qla_fused_fwd_partials_tail" in src and "wgmma" in src
 
 
 def test_block_v_override(monkeypatch):
@@ -676,7 +761,7 @@ def test_prepare_plan_does_the_calls_plan_work_ahead(monkeypatch):
     later = plan_prefill(cu, device="meta")
     choice = hopper.plan_hopper(later, 8, 128)
     assert ahead.kernel_data[("hopper", 8, 128)] == choice
-    tab = ahead.kernel_data[("hopper-cp", 8, 128, choice["block_v"], None)]
+    tab = ahead.kernel_data[("hopper-cp", 8, 128, choice["block_v"], None, False)]
     assert tab is not None and tab.parts == cp.plan_cp(later, 8, 128, choice["block_v"]).parts
     assert cp.plan_cp(ahead, 8, 128, choice["block_v"]) is tab          # the call takes it as it is
 

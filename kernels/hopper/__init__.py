@@ -413,7 +413,7 @@ def persistent_pays(seqlens: Sequence[int], ctas_per_seq: int, block_v: int, sms
     return fixed + per_chunk * max(chunks) <= total / max(1, min(items, sms)) * (1 + 1e-9)
 
 
-def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None):
+def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tail_start: bool = False):
     """The fused walk for a variant. ``phase``: 0 the prefill; 1 and 3 the CP partial and output
     passes (see :mod:`fused_fwd` and :mod:`cp`). ``persistent`` (phase 0): the walk's persistent
     form (launched with ``plan_hopper``'s CTA count); None: the persistent one unless
@@ -427,12 +427,12 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None):
     strides = var.resolved_strides()[:4]
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase), persistent)
+           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ())
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase), persistent),
+                                  int(phase), persistent, bool(tail_start)),
         fused_fwd.PASS_CONFIGS))
 
 

@@ -24,6 +24,18 @@ Everything here is computed from host data only (plan.seqlens, head counts, SM c
 read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` (a gather on the
 stream), so a call is CUDA-graph capturable for a fixed plan.
 
+Tail starts (``QLA_CP_TAIL=1``; opt-in, built and CPU-tested, not yet run on a GPU). Per token
+S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, and with ‖k_t‖ = 1 and β_t ∈ [0, 2] the
+factor (I − β_t k_t k_tᵀ) has spectral norm 1, so a span's transition has ‖M‖ ≤ e^{Σ g} over it. Where
+a partition's last w chunks decay by Σ g ≤ −TAIL_LOG_DECAY (45: e^{−45} < 2^{−64}), the walk of
+those w chunks from S = 0 differs from h_p by at most e^{−45} ‖S before them‖, 2^{40} below fp32's
+rounding of a state that size, and ‖M_p‖ ≤ e^{−45}: phase 1 walks only the tail for h_p and stores
+M_p = 0, and the combine is unchanged. :func:`tail_chunks` finds w per (partition, value head) on
+the device from the chunk-end γ (kkt_solve's chunk-local cumsum; no sync); where the partition never
+decays that far (g → 0) w = 0 and the exact walk runs. It needs g ≤ 0 and unit-norm k (l2norm in
+the op or by the engine; the engines' GDN layers do both). FlashQLA's CP does the same with a
+threshold of 10 (e^{−10} ≈ 4.5e-5 relative), which is an approximation; here it is not, to fp32.
+
 Decision rule (:func:`choose_parts`): CP only where the batch's CTAs N·HV·(V/BV) leave the chip
 underused and the longest sequence has at least min_seq_chunks chunks; it gets
 P = pow2floor(min(max_parts, target_ctas / (N·HV·V/BV), chunks / min_chunks)) partitions, every
@@ -48,6 +60,9 @@ from qla_serve.plan import stage_int32
 CHUNK = 64
 FORCE_ENV = "QLA_CP_PARTS"       # sweep aid: force P for the longest sequence (1 = CP off)
 DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
+TAIL_ENV = "QLA_CP_TAIL"         # 1: tail starts in phase 1 (opt-in until measured on the H200)
+TAIL_LOG_DECAY = 45.0            # a tail counts once it decays the state by e^-45 < 2^-64
+TAIL_MAX_CHUNKS = 256            # chunk ends examined per partition (none found there: exact walk)
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,9 @@ class CPTables:
     part_bounds: torch.Tensor       # [NSP, 2] int32
     vs_offsets: torch.Tensor        # [N+1] int32
     row_offsets: torch.Tensor       # [N] int32
+    # Tail starts only: [NSP, W] int32 token index of each partition's chunk ends, its last chunk
+    # first, -1 past its first chunk (W = its longest partition's chunks, at most TAIL_MAX_CHUNKS).
+    tail_ends: torch.Tensor | None = None
 
     @property
     def num_virtual(self) -> int:
@@ -144,8 +162,10 @@ class CPTables:
         return len(self.bounds)
 
 
-def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.device | str = "cpu") -> CPTables:
-    """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces."""
+def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.device | str = "cpu",
+                 tail: bool = False) -> CPTables:
+    """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces.
+    ``tail``: also the chunk-end table that :func:`tail_chunks` reads."""
     assert len(parts) == len(seqlens)
     cu_v, bounds, vs, rows, seq_of_v, last_v = [0], [], [0], [], [], []
     bos = 0
@@ -173,15 +193,47 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
     nsv = len(cu_v) - 1
     last_bytes = np.zeros(-(-nsv // 4) * 4, dtype=np.uint8)
     last_bytes[:nsv] = last_v
-    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d = stage_int32(
-        [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows],
-        torch.device(device))
+    tables = [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows]
+    if tail and bounds:
+        # Partitions other than a sequence's last end on a chunk boundary: every chunk is whole.
+        b = np.asarray(bounds, dtype=np.int64)
+        nch = (b[:, 1] - b[:, 0]) // CHUNK
+        width = int(min(nch.max(), TAIL_MAX_CHUNKS))
+        j = np.arange(width)
+        ends = b[:, 1:2] - 1 - CHUNK * j[None, :]             # the last token of chunk nch-1-j
+        tables.append(np.where(j[None, :] < nch[:, None], ends, -1))
+    staged = stage_int32(tables, torch.device(device))
+    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d = staged[:6]
     parts_eff = tuple(vs[j + 1] - vs[j] for j in range(len(seqlens)))
     return CPTables(
         parts=parts_eff, cu_v=tuple(cu_v), bounds=tuple(bounds), vs_offsets_h=tuple(vs),
         row_offsets_h=tuple(rows),
         cu_seqlens_v=cu_d, seq_of_v=seq_d, last_v=last_d.view(torch.uint8)[:nsv],
-        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d)
+        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d,
+        tail_ends=staged[6].view(len(bounds), -1) if len(staged) > 6 else None)
+
+
+def tail_starts_on() -> bool:
+    return os.environ.get(TAIL_ENV, "0") not in ("", "0")
+
+
+def tail_chunks(gcum: torch.Tensor, tables: CPTables, log_decay: float | None = None) -> torch.Tensor:
+    """[NSP, HV] int32 on gcum's device, no sync: per partial partition and value head, the fewest
+    chunks w, counted back from its end, whose summed decay Σ g reaches −log_decay (then phase 1
+    walks only those, and M_p = 0: see "Tail starts"); 0 where none of its last TAIL_MAX_CHUNKS
+    chunks gets there. ``gcum [T, HV]`` is kkt_solve's chunk-local cumsum of g, so its value at a
+    chunk's last token is the chunk's decay."""
+    ends = tables.tail_ends
+    if ends is None:
+        raise ValueError("tables were built without tail=True")
+    if log_decay is None:
+        log_decay = TAIL_LOG_DECAY
+    valid = ends >= 0                                                    # [NSP, W]
+    decay = gcum.index_select(0, ends.clamp(min=0).reshape(-1)).view(*ends.shape, gcum.shape[1])
+    decay = decay.masked_fill(~valid[..., None], 0.0).cumsum(1)         # [NSP, W, HV], from the end back
+    reached = (decay <= -log_decay) & valid[..., None]
+    first = reached.to(torch.uint8).argmax(1)                           # first True (0 if none)
+    return torch.where(reached.any(1), first + 1, torch.zeros_like(first)).to(torch.int32).contiguous()
 
 
 def _force_from_env() -> int | None:
@@ -219,7 +271,8 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
     (tests, the sweep) may put its own CPTables (or None) under the same key beforehand."""
     if force is None:
         force = _force_from_env()
-    key = ("hopper-cp", num_v_heads, head_v_dim, block_v, force)
+    tail = tail_starts_on()
+    key = ("hopper-cp", num_v_heads, head_v_dim, block_v, force, tail)
     if key in plan.kernel_data:
         return plan.kernel_data[key]
     got = None
@@ -231,7 +284,7 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
                 sms = _num_sms(plan.device)
         parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or DEFAULT_PARAMS, force)
         if any(p > 1 for p in parts):
-            got = build_tables(plan.seqlens, parts, plan.device)
+            got = build_tables(plan.seqlens, parts, plan.device, tail=tail)
     plan.kernel_data[key] = got
     return got
 
@@ -245,7 +298,7 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     """Phase 1 → combine → phase 3. ``state_indices`` int32 [N] dense; ``has_initial_state`` uint8 [N]
     (or any [N] uint8 when the variant does not read it). No sync; allocations are stream-ordered.
 
-    partials(q, k, v, gcum, a, part_bounds, scratch)
+    partials(q, k, v, gcum, a, part_bounds, scratch[, tail])   (tail: with tables built tail=True)
     combine(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
             null_slot)
     from_starts(q, k, v, gcum, a, cu_seqlens_v, slot_v, last_v, starts, pool, out, null_slot)
@@ -258,7 +311,10 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     nsp = tables.num_partial
     scratch = torch.empty(2 * nsp, HV, *inner, dtype=torch.float32, device=dev)
     starts = torch.empty(tables.num_virtual, HV, *inner, dtype=torch.float32, device=dev)
-    partials(q, k, v, gcum, a, tables.part_bounds, scratch)
+    if tables.tail_ends is not None:
+        partials(q, k, v, gcum, a, tables.part_bounds, scratch, tail_chunks(gcum, tables))
+    else:
+        partials(q, k, v, gcum, a, tables.part_bounds, scratch)
     combine(state_pool, state_indices, has_initial_state, tables.vs_offsets, tables.row_offsets, scratch, starts,
             nsp, null_slot)
     slot_v = state_indices.index_select(0, tables.seq_of_v).to(torch.int32)
@@ -283,16 +339,17 @@ def combine_kernel(HV: int, K: int, V: int, block_v: int, pool_dtype: str, state
         cp_combine.PASS_CONFIGS))
 
 
-def phase_kernels(var) -> tuple[Any, Any]:
-    """The fused kernel's two CP phases for this variant: phase 1 (partials), phase 3 (from starts)."""
+def phase_kernels(var, tail: bool = False) -> tuple[Any, Any]:
+    """The fused kernel's two CP phases for this variant: phase 1 (partials; ``tail``: its tail-start
+    form), phase 3 (from starts)."""
     from . import fwd_kernel
 
-    return fwd_kernel(var, phase=1), fwd_kernel(var, phase=3)
+    return fwd_kernel(var, phase=1, tail_start=tail), fwd_kernel(var, phase=3)
 
 
 def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, hinit, out, null_slot) -> None:
     """The GPU CP path (called from gdn_prefill_hopper after kkt_solve)."""
-    partials, from_starts = phase_kernels(var)
+    partials, from_starts = phase_kernels(var, tail=tables.tail_ends is not None)
     comb = combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
                           var.pool_dtype, var.state_layout, var.has_initial_state)
     run_cp(tables, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, state_indices=idx,
@@ -303,7 +360,7 @@ def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, h
 def warmup_cp(variants, log=print) -> None:
     """Compile the CP kernels (phases + combine) of these variants."""
     for var in variants:
-        phase_kernels(var)
+        phase_kernels(var, tail=tail_starts_on())
         combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
                        var.pool_dtype, var.state_layout, var.has_initial_state)
         if log is not None:

@@ -108,18 +108,24 @@ NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
                     state_layout: str, use_qk_l2norm: bool, read_has_initial_state: bool,
                     scale: float, strides: tuple[int, int, int, int], phase: int = 0,
-                    persistent: bool = False):
+                    persistent: bool = False, tail_start: bool = False):
     """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv".
 
     ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
     stores vectorise (an engine's q/k/v views of its packed qkv buffer have one fixed stride per
     model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc).
     ``block_v`` 64 or 128 (one or two consumer warpgroups); 32 raises ValueError in this version.
-    ``persistent`` (phase 0 only): one CTA per SM walks a list of work items (see "Work items")."""
+    ``persistent`` (phase 0 only): one CTA per SM walks a list of work items (see "Work items").
+    ``tail_start`` (phase 1 only; opt-in, not run on a GPU yet): the partials kernel takes
+    ``tail [NSP, HV]`` int32 (:func:`cp.tail_chunks`): where it is w > 0, the partition's h walks only
+    its last w chunks from S = 0 and its transition M is stored as 0 (both exact to fp32: see
+    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
     if persistent and phase != 0:
         raise ValueError("only phase 0 has a persistent form")
+    if tail_start and phase != 1:
+        raise ValueError("only phase 1 (CP partials) takes tail starts")
     if K != 128 or V % block_v or block_v not in (64, 128):
         raise ValueError(f"unsupported K={K}, V={V}, block_v={block_v} (the RS walk takes V-blocks 64 and 128)")
     C = CHUNK
@@ -588,6 +594,36 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 walk(q, k, v, gcum, a, out, pool, pool, 1, fixed_item,
                      (bv, bh, bos, eos, nloop, init_mode, slot, slot, T.if_then_else(ok, 1, 0)), False)
         return qla_fused_fwd
+
+    if phase == 1 and tail_start:
+        NSP = T.dynamic("num_partials")
+
+        @T.prim_func
+        def qla_fused_fwd_partials_tail(
+            q: T.StridedTensor((NT, H, K), (sq, K, 1), in_dtype),
+            k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
+            v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
+            gcum: T.Tensor((NT, HV), accum),
+            a: T.Tensor((NT, HV, C), in_dtype),
+            part_bounds: T.Tensor((NSP, 2), "int32"),
+            scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
+            tail: T.Tensor((NSP, HV), "int32"),
+        ):
+            with T.Kernel(NV, HV, 2 * NSP, threads=threads) as (bv, bh, bz):
+                r = bz % NSP
+                bos = part_bounds[r, 0]
+                eos = part_bounds[r, 1]
+                transition = bz >= NSP
+                nch = T.ceildiv(eos - bos, C)
+                w = T.min(tail[r, bh], nch)
+                # w > 0: the last w chunks decay the state by at least e^-T, so h is their walk from
+                # S = 0 and M is negligible (stored as 0: no walk, zero start); w = 0: the exact walk.
+                walk(q, k, v, gcum, a, None, scratch, scratch, 1, fixed_item,
+                     (bv, bh, T.if_then_else((w > 0) & (bz < NSP), bos + (nch - w) * C, bos), eos,
+                      T.if_then_else(w > 0, T.if_then_else(transition, 0, w), nch),
+                      T.if_then_else(transition & (w == 0), 2, 0), bz, bz, 1),
+                     transition)
+        return qla_fused_fwd_partials_tail
 
     if phase == 1:
         NSP = T.dynamic("num_partials")
