@@ -443,11 +443,15 @@ CP_CASES = [
 
 
 @skip
+@pytest.mark.parametrize("tail", [False, True], ids=["exact", "tail-starts"])
 @pytest.mark.parametrize("tag,seqlens,H,HV,kw,P,block_v,zero_head", CP_CASES, ids=[c[0] for c in CP_CASES])
-def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_v, zero_head, monkeypatch):
+def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_v, zero_head, tail, monkeypatch):
     """The CP path vs the fp64 oracle and vs the non-CP path on the same inputs (both errors printed);
-    outputs poisoned with NaN; pool rows of skipped slots untouched."""
+    outputs poisoned with NaN; pool rows of skipped slots untouched. ``tail``: QLA_CP_TAIL=1, the
+    partials' tail-start form (exact to fp32 where a partition's tail decays by e^-45)."""
     from qla_serve.kernels.hopper import cp
+
+    monkeypatch.setenv(cp.TAIL_ENV, "1" if tail else "0")
 
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     if zero_head is not None:
@@ -470,7 +474,8 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
     torch.cuda.synchronize()
     assert calls, "the CP path did not run"
     e_o, e_s = check(case, out_cp, pool_before, tag, s_tol=s_tol)
-    msg = dict(case=tag, cp_o_err=e_o, cp_state_err=e_s, noncp_o_err=e_o_ref, noncp_state_err=e_s_ref, P=P)
+    msg = dict(case=tag, cp_o_err=e_o, cp_state_err=e_s, noncp_o_err=e_o_ref, noncp_state_err=e_s_ref, P=P,
+               tail_starts=tail)
     print(json.dumps(msg))
     if os.environ.get("QLA_ERR_LOG"):
         with open(os.environ["QLA_ERR_LOG"], "a") as f:
