@@ -151,10 +151,13 @@ def preload(device, num_k_heads: int, num_v_heads: int, pool_dtype, engine: str 
         engine, axes = engine_axes(engine)
         variants = hopper.variants_for_heads(num_k_heads, num_v_heads, pool_dtypes=(name,), **axes)
         t0 = time.perf_counter()
-        with torch.cuda.device(device):
-            hopper.warmup(variants, log=None)
-            _side_kernels(hopper, engine, [(num_k_heads, num_v_heads)], variants)
-        hopper.mark_preloaded()
+        hopper.mark_preloaded(False)
+        try:
+            with torch.cuda.device(device):
+                hopper.warmup(variants, log=None)
+                _side_kernels(hopper, engine, [(num_k_heads, num_v_heads)], variants)
+        finally:
+            hopper.mark_preloaded()
         dt = time.perf_counter() - t0
     except Exception as exc:  # kernels then load on first use: never fail a server for this
         return f"failed: {exc!r}"[:300]

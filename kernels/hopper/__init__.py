@@ -179,11 +179,12 @@ def _compile(prim_func, pass_configs) -> CompiledKernel:
 _preloaded_in_process = False   # set by mark_preloaded(): from then on a kernel build is a stall to report
 
 
-def mark_preloaded() -> None:
+def mark_preloaded(done: bool = True) -> None:
     """An engine adapter's start-up preload is done (``qla_serve.warmup.preload``): every kernel
-    compiled or loaded after this is logged, with its time, because a serving step waits for it."""
+    compiled or loaded after this is logged, with its time, because a serving step waits for it.
+    ``done=False`` while a preload itself runs (a second one, for other heads, builds on purpose)."""
     global _preloaded_in_process
-    _preloaded_in_process = True
+    _preloaded_in_process = done
 
 
 def _get(key: tuple, build) -> Any:
