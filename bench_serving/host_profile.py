@@ -102,12 +102,12 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
 
         row["fresh"] = best_us(fresh, n, sync)
     noop = lambda *a, **kw: None  # noqa: E731
-    patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0, persistent=None: noop}
+    patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0, persistent=None, tail_start=False: noop}
     saved_h = {name: getattr(hopper, name) for name in patched}
     saved_cp = cp.phase_kernels, cp.combine_kernel
     for name, fn in patched.items():
         setattr(hopper, name, fn)
-    cp.phase_kernels = lambda var: (noop, noop)
+    cp.phase_kernels = lambda var, tail=False: (noop, noop)
     cp.combine_kernel = lambda *a, **kw: noop
     try:
         row["glue"] = best_us(lambda: hopper.gdn_prefill_hopper(
