@@ -507,20 +507,29 @@ tables, dense indices), outside the GDN core's time.
 {noise}{pooled(report)}"""
 
 
-def ci(m: dict) -> str:
-    """A metric's p50 confidence interval as " [lo, hi]" ("" where it has none: under 6 samples,
-    or a cell recorded before it existed)."""
-    got = m.get("p50_ci")
+def interval(got: list[float] | None) -> str:
+    """A p50 confidence interval as " [lo, hi]" ("" where there is none: under 6 samples, or a cell
+    recorded before intervals were kept)."""
     return f" [{fmt(got[0])}, {fmt(got[1])}]" if got else ""
+
+
+def ci(m: dict) -> str:
+    return interval(m.get("p50_ci"))
+
+
+def servers_by_backend(report: dict) -> dict[str, list[str]]:
+    """Each backend's server labels (``NAME``, ``NAME@2``, …) in the report."""
+    groups: dict[str, list[str]] = {}
+    for b in report["cells"]:
+        groups.setdefault(base_of(b), []).append(b)
+    return groups
 
 
 def pooled(report: dict) -> str:
     """Where a backend ran on more than one server (``NAME@K``): per workload, the p50 and its
     interval over all its servers' requests together, and qla's pooled p50 against the best
     pooled baseline. Cells recorded before per-request samples were kept give nothing."""
-    groups: dict[str, list[str]] = {}
-    for b in report["cells"]:
-        groups.setdefault(base_of(b), []).append(b)
+    groups = servers_by_backend(report)
     if not any(len(v) > 1 for v in groups.values()):
         return ""
     rows = []
@@ -540,8 +549,8 @@ def pooled(report: dict) -> str:
             ratio = "-"
             if name in QLA_BACKENDS and med["ttft_ms"]:
                 ratio = fmt(med["ttft_ms"] / percentile(base[best]["ttft_ms"], 50), ".2f") + f" ({best})"
-            rows.append(f"| {w['name']} | {name} | {st['servers']} | {fmt(med['ttft_ms'])}{ci({'p50_ci': median_ci(st['ttft_ms'])})} | "
-                        f"{fmt(med['tpot_ms'])}{ci({'p50_ci': median_ci(st['tpot_ms'])})} | {ratio} |")
+            rows.append(f"| {w['name']} | {name} | {st['servers']} | {fmt(med['ttft_ms'])}{interval(median_ci(st['ttft_ms']))} | "
+                        f"{fmt(med['tpot_ms'])}{interval(median_ci(st['tpot_ms']))} | {ratio} |")
     if not rows:
         return ""
     return ("\n## Pooled over servers\n\nEvery request of a backend's servers together (the servers are taken as "
@@ -552,11 +561,8 @@ def pooled(report: dict) -> str:
 def noise_floor(report: dict) -> str:
     """Backends started more than once (``NAME@K``): per workload, how far apart the same settings
     land. A qla-vs-baseline ratio inside this spread is not a difference."""
-    groups: dict[str, list[str]] = {}
-    for b in report["cells"]:
-        groups.setdefault(base_of(b), []).append(b)
     rows = []
-    for name, labels in groups.items():
+    for name, labels in servers_by_backend(report).items():
         if len(labels) < 2:
             continue
         for w in report["workloads"]:
