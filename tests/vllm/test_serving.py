@@ -26,7 +26,7 @@ def prompts(lengths, seed):
 # its resolution is the logits' spacing, not the logprobs': the tiny model's logits have std
 # 0.5·sqrt(hidden) = 8 (tiny_model.py), its top candidates sit at |logit| ≈ 25–40, where
 # neighbouring bf16 values are 0.125–0.25 apart. Two correct kernels that differ by one rounding can
-# swap two candidates that were (nearly) tied. A divergence passes only as such a tie: at the first
+# swap two candidates that were (nearly) tied. A divergence passes only as such a tie: at each
 # differing position, each server ranks the other's token within one bf16 step of its own (0.25,
 # the step for |logit| in [32, 64)). Anything else (a real error in the state) fails. (0.2 until
 # session 17, calibrated on logprob spacing: the environment of 2026-12-01 turned up a 2000-token
@@ -46,6 +46,30 @@ def tie_gap(choice, i, other_text) -> float:
     return float("inf") if other is None else lp["token_logprobs"][i] - other
 
 
+def compare_greedy(pair, ids, b, q, ties, bad) -> None:
+    """Compare two servers' greedy continuations of ``ids`` token by token.
+
+    A divergence must be a tie (each server ranks the other's token within one bf16 step of its
+    own); then both servers continue from the base server's token, so every position is compared and
+    a tie costs no coverage. Near-ties are common in this tiny model and whether one flips depends
+    on the batch a request shared (concurrent requests land in different steps on the two servers),
+    so the number of ties is noise and is not bounded; their size is. The continuation requests run
+    one at a time, so what they find does not depend on scheduling.
+    """
+    while b["token_ids"] != q["token_ids"]:
+        i = next(k for k, (x, y) in enumerate(zip(b["token_ids"], q["token_ids"])) if x != y)
+        gaps = (tie_gap(b, i, q["logprobs"]["tokens"][i]), tie_gap(q, i, b["logprobs"]["tokens"][i]))
+        if max(gaps) > TIE_TOL:
+            bad.append((len(ids), i, gaps, b["token_ids"], q["token_ids"]))
+            return
+        ties.append((len(ids), i, gaps))
+        rest = len(b["token_ids"]) - i - 1
+        if rest == 0:
+            return
+        ids = list(ids) + b["token_ids"][:i + 1]
+        b, q = greedy(pair.base, ids, rest), greedy(pair.qla, ids, rest)
+
+
 def assert_same_tokens(pair, batch, *, concurrent=False):
     def run(server):
         if concurrent:
@@ -56,15 +80,10 @@ def assert_same_tokens(pair, batch, *, concurrent=False):
     base, qla = run(pair.base), run(pair.qla)
     ties, bad = [], []
     for ids, b, q in zip(batch, base, qla):
-        if b["token_ids"] == q["token_ids"]:
-            continue
-        i = next(k for k, (x, y) in enumerate(zip(b["token_ids"], q["token_ids"])) if x != y)
-        gaps = (tie_gap(b, i, q["logprobs"]["tokens"][i]), tie_gap(q, i, b["logprobs"]["tokens"][i]))
-        (ties if max(gaps) <= TIE_TOL else bad).append((len(ids), i, gaps, b["token_ids"], q["token_ids"]))
+        compare_greedy(pair, ids, b, q, ties, bad)
     assert not bad, f"greedy tokens differ beyond a tie (prompt length, step, logprob gaps, vLLM, qla): {bad}"
-    assert len(ties) <= max(1, len(batch) // 4), f"too many tie flips for bf16 noise: {ties}"
     if ties:
-        print(f"tie flips (bf16 near-ties, allowed): {[(t[0], t[1], t[2]) for t in ties]}")
+        print(f"tie flips (bf16 near-ties, allowed; both servers continued from vLLM's token): {ties}")
 
 
 def assert_qla_ran(pair, min_tokens):
