@@ -57,16 +57,58 @@ BACKENDS = {
     # in it): vLLM's conv wrapper is most of a small step's GDN host time (session 16), while
     # gdn_conv's GPU time is above vLLM's conv + the l2norm pass at 8192 tokens (session 15).
     "qla-conv": (["--attention-backend", "qla"], "qla-serve with its own causal conv (QLA_VLLM_CONV=qla)"),
+    # Between servers of one backend the TTFT p50 moves by up to 1.35x (session 17), more than
+    # qla-serve can move it; one server taking both paths in turn removes that from the comparison.
+    "paired": (["--attention-backend", "qla"], "one qla server whose prefill steps alternate between "
+               "qla-serve (`paired:qla`) and vLLM's own path (`paired:auto`, the `auto` kernels) through "
+               "the QLA_VLLM_AB_SWITCH file: per request at concurrency 1, per half-stream block (ABBA) above"),
 }
 BACKEND_ENV = {"qla-nocp": {"QLA_CP": "0"}, "qla-conv": {"QLA_VLLM_CONV": "qla"}}   # server environment per backend
-QLA_BACKENDS = {"qla", "qla-nocp", "qla-conv"}   # qla-serve runs the prefill: traced, never a baseline
+# Cell labels whose prefill ran through qla-serve: traced, never a baseline.
+QLA_BACKENDS = {"qla", "qla-nocp", "qla-conv", "paired:qla"}
 ALIASES = {"vllm": "auto"}
+# A paired server's two sides: cell-label suffix → the step-timing path label of that side.
+PAIRED_SIDES = {"qla": "qla", "auto": "vllm"}
 
 
 def base_of(label: str) -> str:
     """``auto@2`` → ``auto``: ``NAME@K`` is the K-th server of backend NAME (the same settings
-    started again), so a run can measure its own server-to-server noise."""
-    return label.split("@", 1)[0]
+    started again), so a run can measure its own server-to-server noise. A paired server's cells
+    are ``paired@K:qla`` / ``paired@K:auto`` → ``paired:qla`` / ``paired:auto``."""
+    server, _, side = label.partition(":")
+    name = server.split("@", 1)[0]
+    return f"{name}:{side}" if side else name
+
+
+def server_of(label: str) -> str:
+    """The server backend of a cell label (``paired@2:qla`` → ``paired``)."""
+    return label.partition(":")[0].split("@", 1)[0]
+
+
+def cell_labels(server: str) -> list[str]:
+    """The cells one server fills: its own label, or a paired server's two sides."""
+    return [f"{server}:{side}" for side in PAIRED_SIDES] if server_of(server) == "paired" else [server]
+
+
+def paired_blocks(w: "Workload", prompts: list[list[int]]) -> list[tuple[str, list[list[int]]]]:
+    """A paired server's order of work for one workload: ``prompts`` (2 × the workload's requests)
+    in blocks, the sides in ABBA order so a linear drift of the server lands on both alike: one
+    request per block at concurrency 1, four blocks of half the requests each for a stream (each
+    block runs at the workload's concurrency and drains before the switch flips)."""
+    size = 1 if w.concurrency == 1 else max(1, len(prompts) // 4)
+    order = ["qla", "auto", "auto", "qla"]
+    blocks = [prompts[i:i + size] for i in range(0, len(prompts), size)]
+    return [(order[k % 4], b) for k, b in enumerate(blocks)]
+
+
+def set_switch(path: Path | None, side: str | None) -> None:
+    """Point a paired server at one side: the switch file present = vLLM's own path."""
+    if path is None or side is None:
+        return
+    if side == "auto":
+        path.touch()
+    else:
+        path.unlink(missing_ok=True)
 
 
 def parse_backends(spec: str) -> list[str]:
@@ -356,12 +398,16 @@ def _layer_split(recs: list[dict], part: int, key: str = "layer_ms") -> list[dic
     return out
 
 
-def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None) -> dict:
-    """GDN figures of the prefill steps that began inside [t0, t1] (one value per worker, averaged)."""
+def gdn_share(steps: list[dict], windows: list[tuple[float, float]], ttft_sum_ms: float | None,
+              path: str | None = None) -> dict:
+    """GDN figures of the prefill steps that began inside one of ``windows`` ([t0, t1] wall-clock
+    pairs; a paired side has several) and, given ``path``, ran that path (``qla`` / ``vllm``);
+    one value per worker, averaged."""
     per_pid: dict[int, list[dict]] = {}
     for s in steps:
-        if t0 <= s["t"] <= t1:
+        if any(t0 <= s["t"] <= t1 for t0, t1 in windows) and (path is None or s.get("backend") == path):
             per_pid.setdefault(s["pid"], []).append(s)
+    wall_ms = sum(t1 - t0 for t0, t1 in windows) * 1e3
     if not per_pid:
         return {"steps": 0}
     rows = []
@@ -370,7 +416,7 @@ def gdn_share(steps: list[dict], t0: float, t1: float, ttft_sum_ms: float | None
         step = sum(r["step_ms"] for r in recs)
         rows.append({"steps": len(recs), "gdn_ms_total": gdn, "gdn_ms_per_step": gdn / len(recs),
                      "step_ms_per_step": step / len(recs), "share_of_step": gdn / step if step else None,
-                     "share_of_wall": gdn / ((t1 - t0) * 1e3),
+                     "share_of_wall": gdn / wall_ms,
                      "share_of_ttft": gdn / ttft_sum_ms if ttft_sum_ms else None,
                      "prefill_tokens": sum(r["prefill_tokens"] for r in recs),
                      # host ms of qla-serve's metadata builder per prefill step (qla servers only)
@@ -463,7 +509,7 @@ def markdown(report: dict) -> str:
                    f"prompt lengths {w['prompt_lens']}" + (f" after a shared {w['prefix_len']}-token prefix "
                    "(prefix caching on; the prefix is sent once before the stream)" if w["kind"] == "prefix" else "") + f", {w['output_len']} output tokens"
                    for w in report["workloads"])
-    bk = "\n".join(f"- `{b}`: {BACKENDS[base_of(b)][1]}; `{' '.join(BACKENDS[base_of(b)][0]) or '(no flag)'}`"
+    bk = "\n".join(f"- `{b}`: {BACKENDS[server_of(b)][1]}; `{' '.join(BACKENDS[server_of(b)][0]) or '(no flag)'}`"
                    + (" (a second server of it, started again: the noise floor)" if b != base_of(b) else "")
                    for b in report["cells"])
     noise = noise_floor(report)
@@ -504,7 +550,7 @@ tables, dense indices), outside the GDN core's time.
 {chr(10).join(gdn)}
 
 {"## qla vs the best baseline" + chr(10) + chr(10) + chr(10).join(cmp) if cmp else ""}
-{noise}{pooled(report)}"""
+{paired_table(report)}{noise}{pooled(report)}"""
 
 
 def interval(got: list[float] | None) -> str:
@@ -556,6 +602,52 @@ def pooled(report: dict) -> str:
     return ("\n## Pooled over servers\n\nEvery request of a backend's servers together (the servers are taken as "
             "exchangeable).\n\n| workload | backend | servers | TTFT p50 [95 % CI] | TPOT p50 [95 % CI] | "
             "qla TTFT p50 / best baseline's |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) -> list[float] | None:
+    """95 % percentile-bootstrap interval of median(a) / median(b), the two resampled
+    independently (deterministic: a fixed seed). None below 6 samples on either side."""
+    if len(a) < 6 or len(b) < 6:
+        return None
+    rng = random.Random(seed)
+    ratios = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
+                    for _ in range(reps))
+    return [ratios[int(0.025 * reps)], ratios[int(0.975 * reps) - 1]]
+
+
+def paired_table(report: dict) -> str:
+    """Paired servers: per workload, qla-serve's side against vLLM's path in the same server (the
+    TTFT p50 ratio with its bootstrap interval), each server and, with several, all pooled."""
+    servers = sorted({c.partition(":")[0] for c in report["cells"] if base_of(c) == "paired:qla"})
+    if not servers:
+        return ""
+    rows = []
+    for w in report["workloads"]:
+        pairs = [(srv, report["cells"].get(f"{srv}:qla", {}).get(w["name"]),
+                  report["cells"].get(f"{srv}:auto", {}).get(w["name"])) for srv in servers]
+        pairs = [p for p in pairs if p[1] and p[2] and p[1].get("samples") and p[2].get("samples")]
+        if len(pairs) > 1:
+            pool = lambda k, m: [x for p in pairs for x in p[k]["samples"][m]]  # noqa: E731
+            pairs.append((f"all {len(pairs)}", *({"samples": {m: pool(k, m) for m in ("ttft_ms", "tpot_ms")}}
+                                                  for k in (1, 2))))
+        for srv, q, a in pairs:
+            med = lambda c, m: percentile(c["samples"][m], 50)  # noqa: E731
+            r = ratio_ci(q["samples"]["ttft_ms"], a["samples"]["ttft_ms"])
+            gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
+            rows.append(f"| {w['name']} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
+                        f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
+                        f"{fmt(med(q, 'ttft_ms') / med(a, 'ttft_ms'), '.3f')}"
+                        f"{f' [{r[0]:.3f}, {r[1]:.3f}]' if r else ''} | {fmt(med(q, 'tpot_ms'))} | "
+                        f"{fmt(med(a, 'tpot_ms'))} | {fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
+    if not rows:
+        return ""
+    return ("\n## Paired: qla-serve and vLLM's path in one server\n\nThe server's prefill steps alternate "
+            "between the two paths (ABBA; per request at concurrency 1, half-stream blocks above), each side "
+            "with its own fresh prompts; the ratio's interval is a 95 % bootstrap of the ratio of medians. "
+            "Stream blocks drain between switches, so their figures are not those of one continuous stream.\n\n"
+            "| workload | server | qla TTFT p50 [95 % CI] | vLLM path TTFT p50 [95 % CI] | ratio [95 % CI] | "
+            "qla TPOT p50 | vLLM path TPOT p50 | GDN ms/step qla / vLLM |\n|---|---|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
 
 
 def noise_floor(report: dict) -> str:
@@ -782,10 +874,12 @@ def main(argv: list[str] | None = None) -> int:
 
     vocab = P["vocab"]
     group = (lambda w: True) if args.one_server else (lambda w: w.prefix_caching)
+    done = lambda b, w: all(w.name in report["cells"].get(c, {}) for c in cell_labels(b))  # noqa: E731
     for b in backends:
+        paired = server_of(b) == "paired"
         for pc in (False, True):
-            todo = [w for w in workloads if group(w) == pc and w.name not in report["cells"].get(b, {})]
-            skipped = [w.name for w in workloads if group(w) == pc and w.name in report["cells"].get(b, {})]
+            todo = [w for w in workloads if group(w) == pc and not done(b, w)]
+            skipped = [w.name for w in workloads if group(w) == pc and done(b, w)]
             if skipped:
                 print(f"[{b}] resume: {', '.join(skipped)} already in results.json (--fresh reruns)", flush=True)
             if not todo:
@@ -795,9 +889,13 @@ def main(argv: list[str] | None = None) -> int:
             trace.unlink(missing_ok=True)
             steps_path.unlink(missing_ok=True)
             env = {"QLA_VLLM_STEP_TIMING": str(steps_path), **BACKEND_ENV.get(base_of(b), {})}
-            if base_of(b) in QLA_BACKENDS:
+            switch = out / f"ab-switch-{tag}" if paired else None
+            if switch is not None:
+                switch.unlink(missing_ok=True)
+                env["QLA_VLLM_AB_SWITCH"] = str(switch)
+            if base_of(b) in QLA_BACKENDS or paired:
                 env["QLA_VLLM_TRACE"] = str(trace)
-            args_b = BACKENDS[base_of(b)][0] + common + ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
+            args_b = BACKENDS[server_of(b)][0] + common + ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
             print(f"[{tag}] vllm serve {' '.join(args_b)}", flush=True)
             t0 = time.perf_counter()
             srv = VLLMServer(model, args_b, env=env, log_path=out / f"server-{tag}.log",
@@ -808,22 +906,42 @@ def main(argv: list[str] | None = None) -> int:
                 srv.start()
                 startup_s = time.perf_counter() - t0
                 print(f"[{tag}] healthy after {startup_s:.0f}s (pid {srv.proc.pid}); warming up", flush=True)
-                warm_up(srv, todo, args.seed + 7, vocab)
+                # A paired server warms both paths (fresh prompts for the second: the first's would
+                # hit the prefix cache and skip the prefill shapes the second path has to build).
+                for k, side in enumerate(PAIRED_SIDES if paired else [None]):
+                    set_switch(switch, side)
+                    warm_up(srv, todo, args.seed + 7 + 1000 * k, vocab)
                 for w in todo:
-                    prompts = w.prompts(args.seed + sum(map(ord, w.name)), vocab)
+                    seed = args.seed + sum(map(ord, w.name))
+                    if paired:   # each side gets the workload's full count of its own prompts
+                        twice = Workload(**{**asdict(w), "num_requests": 2 * w.num_requests})
+                        blocks = paired_blocks(w, twice.prompts(seed, vocab))
+                    else:
+                        blocks = [(None, w.prompts(seed, vocab))]
                     if w.kind == "prefix":   # cache the shared prefix first: the stream measures reuse
-                        asyncio.run(drive(srv.url, srv.served_name, [prompts[0][:w.prefix_len]], 1, 2))
-                    hits0 = prefix_counters(srv)
+                        asyncio.run(drive(srv.url, srv.served_name, [blocks[0][1][0][:w.prefix_len]], 1, 2))
+                    sides: dict = {}
                     load0 = os.getloadavg()
-                    with tqdm(total=len(prompts), desc=f"{tag} {w.name}", unit="req") as bar:
-                        ta = time.time()
-                        res = asyncio.run(drive(srv.url, srv.served_name, prompts, w.concurrency, w.output_len, bar))
-                        tb = time.time()
-                    s = summarize(res)
-                    s.update(startup_s=startup_s, loadavg=[load0[0], os.getloadavg()[0]], wall_s=tb - ta)
-                    hits1 = prefix_counters(srv)
-                    s["prefix_cache"] = {k: hits1[k] - hits0[k] for k in hits0} if hits0 and hits1 else None
-                    windows.append((w, s, ta, tb, [r for r in res if r.error is None]))
+                    with tqdm(total=sum(len(p) for _, p in blocks), desc=f"{tag} {w.name}", unit="req") as bar:
+                        for side, prompts in blocks:
+                            set_switch(switch, side)
+                            got = sides.setdefault(side, {"res": [], "windows": [], "hits": []})
+                            hits0 = prefix_counters(srv)
+                            ta = time.time()
+                            got["res"] += asyncio.run(drive(srv.url, srv.served_name, prompts, w.concurrency,
+                                                            w.output_len, bar))
+                            got["windows"].append((ta, time.time()))
+                            hits1 = prefix_counters(srv)
+                            got["hits"].append({k: hits1[k] - hits0[k] for k in hits0} if hits0 and hits1 else None)
+                    for side, got in sides.items():
+                        s = summarize(got["res"])
+                        s.update(startup_s=startup_s, loadavg=[load0[0], os.getloadavg()[0]],
+                                 wall_s=sum(t1 - t0 for t0, t1 in got["windows"]), windows=got["windows"])
+                        s["prefix_cache"] = None if None in got["hits"] else {
+                            k: sum(h[k] for h in got["hits"]) for k in got["hits"][0]}
+                        label = f"{b}:{side}" if side else b
+                        windows.append((label, side, w, s, got["windows"], [r for r in got["res"] if r.error is None]))
+                set_switch(switch, "qla")
                 _flush_steps(srv)
             except KeyboardInterrupt:
                 # A deadline (run_h200.sh: timeout --signal=INT): keep the workloads that finished.
@@ -838,15 +956,15 @@ def main(argv: list[str] | None = None) -> int:
                 srv.stop()
             steps = read_jsonl(steps_path)
             calls = read_jsonl(trace)
-            for w, s, ta, tb, ok in windows:
+            for label, side, w, s, wins, ok in windows:
                 ttft_sum = sum(r.ttft_ms for r in ok) if w.concurrency == 1 else None
-                s["gdn"] = gdn_share(steps, ta, tb, ttft_sum)
-                if base_of(b) in QLA_BACKENDS:
-                    s["qla_calls"] = sum(1 for c in calls if ta <= c.get("t", ta) <= tb) if calls and "t" in calls[0] \
-                        else len(calls)
-                report["cells"].setdefault(b, {})[w.name] = s
+                s["gdn"] = gdn_share(steps, wins, ttft_sum, PAIRED_SIDES[side] if side else None)
+                if base_of(label) in QLA_BACKENDS:
+                    s["qla_calls"] = sum(1 for c in calls if any(t0 <= c.get("t", t0) <= t1 for t0, t1 in wins)) \
+                        if calls and "t" in calls[0] else len(calls)
+                report["cells"].setdefault(label, {})[w.name] = s
                 g = s["gdn"]
-                print(f"[{tag}] {w.name}: TTFT p50 {fmt(s['ttft_ms']['p50'])} ms, TPOT p50 {fmt(s['tpot_ms']['p50'])} ms, "
+                print(f"[{tag}{':' + side if side else ''}] {w.name}: TTFT p50 {fmt(s['ttft_ms']['p50'])} ms, TPOT p50 {fmt(s['tpot_ms']['p50'])} ms, "
                       f"failed {s['failed']}; GDN {fmt(g.get('gdn_ms_per_step'), '.2f')} ms/step over {g['steps']} "
                       f"prefill steps, share of step {fmt(100 * g['share_of_step'] if g.get('share_of_step') else None)}%",
                       flush=True)
@@ -859,7 +977,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print((out / "summary.md").read_text())
     print(f"wrote {out / 'results.json'}, {out / 'summary.md'}" + "".join(f", {p.name}" for p in written))
-    sel = [report["cells"].get(b, {}).get(w.name) for b in backends for w in workloads]
+    sel = [report["cells"].get(c, {}).get(w.name) for b in backends for c in cell_labels(b) for w in workloads]
     return 0 if all(s is not None and s["failed"] == 0 for s in sel) else 1
 
 

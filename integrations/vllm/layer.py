@@ -26,6 +26,10 @@ that includes "no qla-serve kernel takes it": vLLM's kernel beats qla-serve's Py
 
 * ``QLA_VLLM_TRACE=/path/file``: each worker appends one JSON line per qla-serve prefill call;
 * ``QLA_VLLM_FORCE_FALLBACK=1``: run vLLM's own path for every call (debugging, tests);
+* ``QLA_VLLM_AB_SWITCH=/path/file``: while that file exists, the metadata builder makes no plan and
+  the step's prefills run vLLM's own path (benchmarks: ``bench_serving/serve.py``'s ``paired``
+  backend flips it between requests, so one server measures both paths and the server-to-server
+  spread drops out of the comparison);
 * ``QLA_VLLM_STEP_TIMING=/path/file``: per-step wall time of the GDN core on prefill steps, for
   qla-serve and for vLLM's own path alike (``timing.py``; benchmarks). On CPU this routes vLLM's
   own path through the same generic forward as qla-serve (same CPU op, timed at the core).
@@ -62,6 +66,7 @@ logger = logging.getLogger("vllm.qla_serve")  # under "vllm" so vLLM's log handl
 NULL_BLOCK_ID = 0  # vLLM's null block: the state slot of padding requests
 TRACE_ENV = "QLA_VLLM_TRACE"
 FALLBACK_ENV = "QLA_VLLM_FORCE_FALLBACK"  # run vLLM's own prefill path (debugging, tests)
+AB_SWITCH_ENV = "QLA_VLLM_AB_SWITCH"      # benchmarks: vLLM's path while the named file exists
 _said: set[str] = set()
 
 
@@ -84,6 +89,8 @@ class QLAGDNAttentionMetadata(GDNAttentionMetadata):
     # device copy per step here instead of one per GDN layer.
     qla_state_indices: torch.Tensor | None = None
     qla_has_initial_state: torch.Tensor | None = None
+    # Why this step was built without a plan on purpose (the A/B switch): the layer runs vLLM's path.
+    qla_off: str | None = None
 
 
 class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
@@ -97,11 +104,16 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
         if md.num_prefills == 0 or md.spec_sequence_masks is not None:
             return md  # decode / spec batches never reach qla-serve
         t1 = time.perf_counter()
+        fields = {f.name: getattr(md, f.name) for f in dataclasses.fields(md)}
+        switch = os.environ.get(AB_SWITCH_ENV)
+        if switch and os.path.exists(switch):   # decided once per step: builder and layers agree
+            if tm is not None:
+                tm.note("builder_ms", (t1 - t0) * 1e3)
+            return QLAGDNAttentionMetadata(**fields, qla_off=f"the {AB_SWITCH_ENV} file exists (paired benchmark)")
         qsl_cpu = common_attn_metadata.query_start_loc_cpu
         device = common_attn_metadata.query_start_loc.device
         n = md.num_decodes + md.num_prefills
         cu_cpu = qsl_cpu[: n + 1]
-        fields = {f.name: getattr(md, f.name) for f in dataclasses.fields(md)}
         md = QLAGDNAttentionMetadata(
             **fields,
             qla_plan=plan_prefill(cu_cpu, device=device, **self._qla_heads()),
@@ -164,8 +176,8 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
             if md is not None:
                 tm.mark(self.prefix)
                 if md.num_prefills > 0 and md.spec_sequence_masks is None:
-                    return tm.run("qla" if self.qla_enabled else "vllm", md, self._core,
-                                  mixed_qkv, b, a, core_attn_out)
+                    path = "qla" if self.qla_enabled and getattr(md, "qla_plan", None) is not None else "vllm"
+                    return tm.run(path, md, self._core, mixed_qkv, b, a, core_attn_out)
         return self._core(mixed_qkv, b, a, core_attn_out)
 
     def _core(self, mixed_qkv, b, a, core_attn_out):
@@ -206,6 +218,8 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
     def _qla_why_not(self, md, act_dtype: torch.dtype) -> str | None:
         if os.environ.get(FALLBACK_ENV, "0") not in ("", "0"):
             return f"{FALLBACK_ENV} is set"
+        if getattr(md, "qla_off", None):
+            return md.qla_off
         plan = getattr(md, "qla_plan", None)
         if plan is None:
             return "the step's GDN metadata carries no qla-serve plan (metadata builder is not qla-serve's)"

@@ -60,6 +60,28 @@ def test_runner_cpu_smoke(tiny_model_dir, tmp_path, capsys):
     assert json.loads((out / "results.json").read_text())["cells"] == report["cells"]
 
 
+def test_paired_server_runs_each_side_on_its_own_path(tiny_model_dir, tmp_path):
+    """One real ``paired`` server: steps of qla-serve's side run qla-serve (its trace, its step
+    label), steps of the other side run vLLM's path and never call qla-serve."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    out = tmp_path / "paired"
+    assert serve.main(["--preset", "cpu-smoke", "--backends", "paired", "--workloads", "prompt-256-c1,mixed-c3",
+                       "--model", str(tiny_model_dir), "--out", str(out), "--no-plots", "--fresh"]) == 0
+    report = json.loads((out / "results.json").read_text())
+    assert set(report["cells"]) == {"paired:qla", "paired:auto"}
+    calls = [json.loads(x)["t"] for x in (out / "trace-paired.jsonl").read_text().splitlines()]
+    for side, path in (("qla", "qla"), ("auto", "vllm")):
+        for w in WORKLOADS:
+            s = report["cells"][f"paired:{side}"][w]
+            assert s["failed"] == 0 and s["requests"] > 0, (side, w, s["errors"])
+            assert s["gdn"]["steps"] > 0 and s["gdn"]["backend_path"] == [path], (side, w, s["gdn"])
+            inside = sum(1 for t in calls if any(t0 <= t <= t1 for t0, t1 in s["windows"]))
+            assert (inside > 0) if side == "qla" else (inside == 0), (side, w, inside)
+    assert "## Paired: qla-serve and vLLM's path in one server" in (out / "summary.md").read_text()
+
+
 def test_warm_up_sends_each_batch_shape_and_a_prefix_hit_batch(monkeypatch):
     """The warm-up must build what the timed windows will hit: every length alone, then a rehearsal
     of each workload at its concurrency and full output length (2 × concurrency requests, at most
@@ -214,3 +236,90 @@ def test_servers_of_one_backend_are_pooled_request_by_request():
     assert "| prompt-2k-c1 | auto | 2 |" in pooled and "| prompt-2k-c1 | triton | 1 |" in pooled
     del report["cells"]["qla@2"][w.name]["samples"]                  # an old cell: qla drops out
     assert "| prompt-2k-c1 | qla |" not in serve.markdown(report).split("## Pooled over servers")[1]
+
+
+def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_path):
+    """A ``paired`` server is one qla server whose switch file sends a step to vLLM's path: every
+    request block must run with the file matching its side (ABBA: per request at concurrency 1,
+    half-stream blocks above), each side gets the workload's full count of its own prompts, and
+    the report holds both sides as cells and in the paired table."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    started, sent = [], []
+
+    class FakeServer:
+        url, served_name, proc = "http://127.0.0.1:1", "m", None
+
+        def __init__(self, model, args, env=None, log_path=None, startup_timeout=None):
+            started.append((list(args), dict(env or {})))
+
+        def start(self):
+            self.proc = type("Proc", (), {"pid": 1})()
+
+        def stop(self):
+            pass
+
+    async def fake_drive(url, model, prompts, concurrency, output_len, progress=None):
+        switch = Path(started[-1][1]["QLA_VLLM_AB_SWITCH"])
+        sent.append(("auto" if switch.exists() else "qla", [tuple(p) for p in prompts], concurrency))
+        base = 50.0 if switch.exists() else 40.0
+        return [serve.RequestResult(len(p), output_len, base + i, base + i + 70.0, [10.0] * (output_len - 1))
+                for i, p in enumerate(prompts)]
+
+    monkeypatch.setattr(serve, "VLLMServer", FakeServer)
+    monkeypatch.setattr(serve, "drive", fake_drive)
+    monkeypatch.setattr(serve, "prefix_counters", lambda srv: None)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    out = tmp_path / "paired"
+    rc = serve.main(["--preset", "cpu-smoke", "--backends", "paired", "--workloads", "prompt-256-c1,mixed-c3",
+                     "--num-requests", "8", "--model", str(model), "--out", str(out), "--no-plots", "--one-server"])
+    assert rc == 0
+    (args, env), = started
+    assert args[:2] == ["--attention-backend", "qla"] and "QLA_VLLM_TRACE" in env
+    # The timed windows (after the warm-ups' and the flush's requests): c=1 one request per block
+    # in ABBA order, c=3 four blocks of 4 (the 16 prompts of two sides).
+    timed = [s for s in sent if s[2] in (1, 3) and len(s[1][0]) in (256, 32, 96, 200)]
+    c1 = [s for s in timed if s[2] == 1 and len(s[1]) == 1 and len(s[1][0]) == 256][-16:]
+    assert [s[0] for s in c1] == ["qla", "auto", "auto", "qla"] * 4
+    c3 = [s for s in timed if s[2] == 3 and len(s[1]) == 4]
+    assert [s[0] for s in c3] == ["qla", "auto", "auto", "qla"]
+    for sides in (c1, c3):
+        qla = {p for s in sides if s[0] == "qla" for p in s[1]}
+        auto = {p for s in sides if s[0] == "auto" for p in s[1]}
+        assert len(qla) == len(auto) == 8 and not qla & auto       # own prompts, full count each
+    assert not Path(env["QLA_VLLM_AB_SWITCH"]).exists()            # left on qla-serve's side
+    report = json.loads((out / "results.json").read_text())
+    assert set(report["cells"]) == {"paired:qla", "paired:auto"}
+    for side, ttft in (("qla", 41.5), ("auto", 51.5)):      # two blocks of 4 per side: base + 0..3
+        for w in ("prompt-256-c1", "mixed-c3"):
+            cell = report["cells"][f"paired:{side}"][w]
+            assert cell["requests"] == 8 and cell["failed"] == 0
+        assert report["cells"][f"paired:{side}"]["mixed-c3"]["ttft_ms"]["p50"] == pytest.approx(ttft)
+    table = (out / "summary.md").read_text().split("## Paired: qla-serve and vLLM's path in one server")[1]
+    assert "| prompt-256-c1 | paired | 40.0 [40.0, 40.0] | 50.0 [50.0, 50.0] | 0.800 [0.800, 0.800] |" in table
+    assert f"| mixed-c3 | paired | 41.5 [" in table and f"| {41.5 / 51.5:.3f} [" in table
+
+
+def test_paired_cells_group_by_server_and_the_ratio_interval_covers_the_truth():
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import random
+
+    import serve
+
+    assert serve.base_of("paired@2:qla") == "paired:qla" and serve.server_of("paired@2:auto") == "paired"
+    assert serve.cell_labels("paired@3") == ["paired@3:qla", "paired@3:auto"] and serve.cell_labels("auto@2") == ["auto@2"]
+    assert "paired:qla" in serve.QLA_BACKENDS and "paired:auto" not in serve.QLA_BACKENDS
+    # A 95 % interval: it brackets the sample ratio always and the true ratio (0.9) in most draws.
+    rng = random.Random(1)
+    covered = 0
+    for _ in range(60):
+        a = [rng.gauss(90.0, 5.0) for _ in range(64)]
+        b = [rng.gauss(100.0, 5.0) for _ in range(64)]
+        lo, hi = serve.ratio_ci(a, b, reps=400)
+        assert lo <= serve.percentile(a, 50) / serve.percentile(b, 50) <= hi and hi < 1.0
+        covered += lo <= 0.9 <= hi
+    assert covered >= 50, covered
+    assert serve.ratio_ci(a[:5], b) is None
