@@ -615,13 +615,12 @@ def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) ->
     return [ratios[int(0.025 * reps)], ratios[int(0.975 * reps) - 1]]
 
 
-def paired_table(report: dict) -> str:
-    """Paired servers: per workload, qla-serve's side against vLLM's path in the same server (the
-    TTFT p50 ratio with its bootstrap interval), each server and, with several, all pooled."""
+def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict]]:
+    """(workload, server, qla-serve side's cell, vLLM path's cell) of every paired server that
+    holds per-request samples, and per workload with several such servers an ``all N`` entry whose
+    cells hold every request of them (samples only)."""
     servers = sorted({c.partition(":")[0] for c in report["cells"] if base_of(c) == "paired:qla"})
-    if not servers:
-        return ""
-    rows = []
+    out = []
     for w in report["workloads"]:
         pairs = [(srv, report["cells"].get(f"{srv}:qla", {}).get(w["name"]),
                   report["cells"].get(f"{srv}:auto", {}).get(w["name"])) for srv in servers]
@@ -630,15 +629,23 @@ def paired_table(report: dict) -> str:
             pool = lambda k, m: [x for p in pairs for x in p[k]["samples"][m]]  # noqa: E731
             pairs.append((f"all {len(pairs)}", *({"samples": {m: pool(k, m) for m in ("ttft_ms", "tpot_ms")}}
                                                   for k in (1, 2))))
-        for srv, q, a in pairs:
-            med = lambda c, m: percentile(c["samples"][m], 50)  # noqa: E731
-            r = ratio_ci(q["samples"]["ttft_ms"], a["samples"]["ttft_ms"])
-            gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
-            rows.append(f"| {w['name']} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
-                        f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
-                        f"{fmt(med(q, 'ttft_ms') / med(a, 'ttft_ms'), '.3f')}"
-                        f"{f' [{r[0]:.3f}, {r[1]:.3f}]' if r else ''} | {fmt(med(q, 'tpot_ms'))} | "
-                        f"{fmt(med(a, 'tpot_ms'))} | {fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
+        out += [(w["name"], *p) for p in pairs]
+    return out
+
+
+def paired_table(report: dict) -> str:
+    """Paired servers: per workload, qla-serve's side against vLLM's path in the same server (the
+    TTFT p50 ratio with its bootstrap interval), each server and, with several, all pooled."""
+    med = lambda c, m: percentile(c["samples"][m], 50)  # noqa: E731
+    rows = []
+    for wname, srv, q, a in paired_pairs(report):
+        r = ratio_ci(q["samples"]["ttft_ms"], a["samples"]["ttft_ms"])
+        gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
+        rows.append(f"| {wname} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
+                    f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
+                    f"{fmt(med(q, 'ttft_ms') / med(a, 'ttft_ms'), '.3f')}"
+                    f"{f' [{r[0]:.3f}, {r[1]:.3f}]' if r else ''} | {fmt(med(q, 'tpot_ms'))} | "
+                    f"{fmt(med(a, 'tpot_ms'))} | {fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
     if not rows:
         return ""
     return ("\n## Paired: qla-serve and vLLM's path in one server\n\nThe server's prefill steps alternate "
@@ -681,7 +688,8 @@ def plots(report: dict, out: Path) -> list[Path]:
 
     wl = {w["name"]: w for w in report["workloads"]}
     styles = {50: "-", 90: "--", 99: ":"}
-    colors = {b: c for b, c in zip(BACKENDS, ["tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple"])}
+    colors = {"qla": "tab:red", "auto": "tab:blue", "triton": "tab:green", "flashinfer": "tab:orange",
+              "qla-nocp": "tab:purple", "qla-conv": "tab:brown", "paired:qla": "tab:pink", "paired:auto": "tab:cyan"}
     written = []
 
     def figure(title, xlabel, pick, fname, logx):
@@ -741,6 +749,37 @@ def plots(report: dict, out: Path) -> list[Path]:
         fig.tight_layout()
         fig.savefig(out / "gdn_share.png", dpi=110)
         written.append(out / "gdn_share.png")
+        plt.close(fig)
+
+    # Paired servers: the TTFT p50 ratio (qla-serve / vLLM's path) per workload with its interval
+    pairs = paired_pairs(report)
+    if pairs:
+        series = lambda sv: "pooled" if sv.startswith("all ") else sv  # noqa: E731  ("all N": N servers)
+        names = list(dict.fromkeys(p[0] for p in pairs))
+        servers = list(dict.fromkeys(series(p[1]) for p in pairs))
+        fig, ax = plt.subplots(figsize=(10, 4.2))
+        for i, srv in enumerate(servers):
+            pts = [(names.index(wn), q, a) for wn, sv, q, a in pairs if series(sv) == srv]
+            xs, ys, lo, hi = [], [], [], []
+            for j, q, a in pts:
+                r = percentile(q["samples"]["ttft_ms"], 50) / percentile(a["samples"]["ttft_ms"], 50)
+                ci_ = ratio_ci(q["samples"]["ttft_ms"], a["samples"]["ttft_ms"]) or [r, r]
+                xs.append(j + (i - (len(servers) - 1) / 2) * 0.12)
+                ys.append(r)
+                lo.append(r - ci_[0])
+                hi.append(ci_[1] - r)
+            pooled_ = srv == "pooled"
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="D" if pooled_ else "o", ms=7 if pooled_ else 4, capsize=3,
+                        color="black" if pooled_ else None, label=srv)
+        ax.axhline(1.0, color="grey", lw=1)
+        ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
+        ax.set_ylabel("TTFT p50, qla-serve / vLLM's path")
+        ax.set_title("Paired servers: qla-serve against vLLM's own path in the same server (95 % bootstrap intervals)")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "paired_ttft_ratio.png", dpi=110)
+        written.append(out / "paired_ttft_ratio.png")
         plt.close(fig)
     return written
 

@@ -242,7 +242,8 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_
     """A ``paired`` server is one qla server whose switch file sends a step to vLLM's path: every
     request block must run with the file matching its side (ABBA: per request at concurrency 1,
     half-stream blocks above), each side gets the workload's full count of its own prompts, and
-    the report holds both sides as cells and in the paired table."""
+    the report holds both sides as cells, in the paired table and its plot."""
+    pytest.importorskip("matplotlib")
     sys.path.insert(0, str(ROOT / "bench_serving"))
     import serve
 
@@ -275,7 +276,7 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_
     (model / "config.json").write_text("{}")
     out = tmp_path / "paired"
     rc = serve.main(["--preset", "cpu-smoke", "--backends", "paired", "--workloads", "prompt-256-c1,mixed-c3",
-                     "--num-requests", "8", "--model", str(model), "--out", str(out), "--no-plots", "--one-server"])
+                     "--num-requests", "8", "--model", str(model), "--out", str(out), "--one-server"])
     assert rc == 0
     (args, env), = started
     assert args[:2] == ["--attention-backend", "qla"] and "QLA_VLLM_TRACE" in env
@@ -301,6 +302,7 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_
     table = (out / "summary.md").read_text().split("## Paired: qla-serve and vLLM's path in one server")[1]
     assert "| prompt-256-c1 | paired | 40.0 [40.0, 40.0] | 50.0 [50.0, 50.0] | 0.800 [0.800, 0.800] |" in table
     assert f"| mixed-c3 | paired | 41.5 [" in table and f"| {41.5 / 51.5:.3f} [" in table
+    assert (out / "paired_ttft_ratio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_paired_cells_group_by_server_and_the_ratio_interval_covers_the_truth():
