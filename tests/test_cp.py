@@ -7,6 +7,7 @@ import dataclasses
 import os
 import random
 import shutil
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -434,6 +435,14 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail, monk
         tails.append(args[7] if len(args) > 7 else None)
         return partials(*args)
     monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: kkt)
+    scans = []
+
+    def tail_scan_kernel(HV_):     # the GPU path's w comes from cp_tail's kernel: here tail_chunks' torch ops
+        def run(gcum, tail_ends, tail_out):
+            scans.append(HV_)
+            tail_out.copy_(cp.tail_chunks(gcum, SimpleNamespace(tail_ends=tail_ends)))
+        return run
+    monkeypatch.setattr(cp, "tail_scan_kernel", tail_scan_kernel)
 
     def no_fwd(var, phase=0, persistent=None):
         def run(*a):
@@ -458,8 +467,9 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail, monk
     if tail:      # head 0 never decays (g = 0): the exact walk; head 1 decays: a tail of a few chunks
         (w,) = tails
         assert (w[:, 0] == 0).all() and (w[:, 1] > 0).all(), w
+        assert scans == [HV], "the GPU path's w should come from one tail-scan launch"
     else:
-        assert tails == [None]
+        assert tails == [None] and scans == []
     live = [0, 2, 3]
     cu_l = cu.tolist()
     assert (out[cu_l[1]:cu_l[2]] == 0).all()
@@ -571,6 +581,9 @@ def test_cp_path_compiles_for_sm90a(monkeypatch):
         tail_partials, _ = cp.phase_kernels(dataclasses.replace(var, block_v=bv), tail=True)
         src = tail_partials.get_kernel_source()
         assert "qla_fused_fwd_partials_tail" in src and "wgmma" in src
+    # and the kernel that finds each partition's tail (cp_tail): one scan and one min-reduction a CTA
+    src = cp.tail_scan_kernel(var.num_v_heads).get_kernel_source()
+    assert "qla_cp_tail_scan" in src and "CumSum1D" in src and "AllReduce<tl::MinOp" in src
 
 
 def test_block_v_override(monkeypatch):

@@ -485,6 +485,34 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
 
 
 @skip
+def test_cp_tail_scan_matches_tail_chunks():
+    """cp_tail's kernel gives cp.tail_chunks' w exactly: chunk decays on a 1/4 grid (exact sums in
+    fp32 both ways, some landing on −45 exactly: ≤ counts), heads that never decay (w = 0), heads
+    whose partition is too short to decay far enough, partitions of different lengths (−1 ends)."""
+    from qla_serve.kernels.hopper import cp
+
+    gen = torch.Generator().manual_seed(case_seed("tail-scan"))
+    seqlens, parts, HV = [40 * 64, 300 * 64 + 17, 9 * 64], [4, 2, 3], 8
+    tab = cp.build_tables(seqlens, parts, DEV, tail=True)
+    T_ = sum(seqlens)
+    per_chunk = -0.25 * torch.randint(0, 60, (T_, HV), generator=gen).double()
+    per_chunk[:, 0] = 0.0                        # never decays: the exact walk
+    per_chunk[:, 1] = -45.0 / 4                  # four chunks reach −45 exactly
+    per_chunk[:, 2] = -0.25                      # needs 180 chunks: more than any partition here has
+    gcum = per_chunk.float().to(DEV)             # only chunk ends are read: any value per token will do
+    want = cp.tail_chunks(gcum, tab)
+    got = torch.full((tab.num_partial, HV), -7, dtype=torch.int32, device=DEV)     # poisoned
+    cp.tail_scan_kernel(HV)(gcum, tab.tail_ends, got)
+    assert torch.equal(got.cpu(), want.cpu()), (got, want)
+    assert torch.equal(cp.tail_scan(gcum, tab).cpu(), want.cpu())
+    w = want.cpu()
+    # partial rows: 3 of the first sequence (10 chunks each), 1 of the second (150), 2 of the third
+    # (3 chunks: too short for any head to reach −45)
+    assert w.shape[0] == 6 and (w[:, 0] == 0).all() and (w[:4, 1] == 4).all() and (w[4:] == 0).all()
+    assert (w[:, 2] == 0).all() and (w[:4, 3:] > 4).any()
+
+
+@skip
 def test_cp_cuda_graph_replay(monkeypatch):
     """The CP path (plan tables, scratch, combine, both phases) captured once, replayed on new inputs."""
     from qla_serve.kernels.hopper import cp

@@ -24,14 +24,17 @@ Everything here is computed from host data only (plan.seqlens, head counts, SM c
 read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` (a gather on the
 stream), so a call is CUDA-graph capturable for a fixed plan.
 
-Tail starts (``QLA_CP_TAIL=1``; opt-in, built and CPU-tested, not yet run on a GPU). Per token
+Tail starts (``QLA_CP_TAIL=1``; opt-in: run on the H200 in session 18, where the tail-start phase 1
+took 8–35 µs against 60–510 µs for the exact one and its outputs matched; w then came from torch
+ops costing 0.35–0.5 ms of host per call, now from :mod:`cp_tail`'s one launch, not yet timed). Per token
 S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, and with ‖k_t‖ = 1 and β_t ∈ [0, 2] the
 factor (I − β_t k_t k_tᵀ) has spectral norm 1, so a span's transition has ‖M‖ ≤ e^{Σ g} over it. Where
 a partition's last w chunks decay by Σ g ≤ −TAIL_LOG_DECAY (45: e^{−45} < 2^{−64}), the walk of
 those w chunks from S = 0 differs from h_p by at most e^{−45} ‖S before them‖, 2^{40} below fp32's
 rounding of a state that size, and ‖M_p‖ ≤ e^{−45}: phase 1 walks only the tail for h_p and stores
-M_p = 0, and the combine is unchanged. :func:`tail_chunks` finds w per (partition, value head) on
-the device from the chunk-end γ (kkt_solve's chunk-local cumsum; no sync); where the partition never
+M_p = 0, and the combine is unchanged. :func:`tail_chunks` (torch; the reference) and
+:func:`tail_scan` (the GPU path: :mod:`cp_tail`) find w per (partition, value head) on the device from
+the chunk-end γ (kkt_solve's chunk-local cumsum; no sync); where the partition never
 decays that far (g → 0) w = 0 and the exact walk runs. It needs g ≤ 0 and unit-norm k (l2norm in
 the op or by the engine; the engines' GDN layers do both). FlashQLA's CP does the same with a
 threshold of 10 (e^{−10} ≈ 4.5e-5 relative), which is an approximation; here it is not, to fp32.
@@ -294,11 +297,13 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
 
 
 def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has_initial_state, out,
-           null_slot: int, state_layout: str, partials: Callable, combine: Callable, from_starts: Callable) -> None:
+           null_slot: int, state_layout: str, partials: Callable, combine: Callable, from_starts: Callable,
+           tail_of: Callable | None = None) -> None:
     """Phase 1 → combine → phase 3. ``state_indices`` int32 [N] dense; ``has_initial_state`` uint8 [N]
     (or any [N] uint8 when the variant does not read it). No sync; allocations are stream-ordered.
 
     partials(q, k, v, gcum, a, part_bounds, scratch[, tail])   (tail: with tables built tail=True)
+    tail_of(gcum, tables) → tail [NSP, HV] int32               (default :func:`tail_chunks`)
     combine(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
             null_slot)
     from_starts(q, k, v, gcum, a, cu_seqlens_v, slot_v, last_v, starts, pool, out, null_slot)
@@ -312,7 +317,7 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     scratch = torch.empty(2 * nsp, HV, *inner, dtype=torch.float32, device=dev)
     starts = torch.empty(tables.num_virtual, HV, *inner, dtype=torch.float32, device=dev)
     if tables.tail_ends is not None:
-        partials(q, k, v, gcum, a, tables.part_bounds, scratch, tail_chunks(gcum, tables))
+        partials(q, k, v, gcum, a, tables.part_bounds, scratch, (tail_of or tail_chunks)(gcum, tables))
     else:
         partials(q, k, v, gcum, a, tables.part_bounds, scratch)
     combine(state_pool, state_indices, has_initial_state, tables.vs_offsets, tables.row_offsets, scratch, starts,
@@ -339,6 +344,24 @@ def combine_kernel(HV: int, K: int, V: int, block_v: int, pool_dtype: str, state
         cp_combine.PASS_CONFIGS))
 
 
+def tail_scan_kernel(HV: int):
+    """:mod:`cp_tail`'s kernel: :func:`tail_chunks` in one launch (its torch ops cost 0.35–0.5 ms of
+    host per call on the H200, session 18)."""
+    from . import _compile, _get
+    from . import cp_tail
+
+    key = ("cp_tail_scan", HV, TAIL_LOG_DECAY, TAIL_MAX_CHUNKS)
+    return _get(key, lambda: _compile(cp_tail.build_cp_tail_scan(HV, TAIL_LOG_DECAY, TAIL_MAX_CHUNKS),
+                                      cp_tail.PASS_CONFIGS))
+
+
+def tail_scan(gcum: torch.Tensor, tables: CPTables) -> torch.Tensor:
+    """:func:`tail_chunks` on the GPU through :func:`tail_scan_kernel` (same result, one launch)."""
+    tail = torch.empty(tables.num_partial, gcum.shape[1], dtype=torch.int32, device=gcum.device)
+    tail_scan_kernel(gcum.shape[1])(gcum, tables.tail_ends, tail)
+    return tail
+
+
 def phase_kernels(var, tail: bool = False) -> tuple[Any, Any]:
     """The fused kernel's two CP phases for this variant: phase 1 (partials; ``tail``: its tail-start
     form), phase 3 (from starts)."""
@@ -354,13 +377,15 @@ def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, h
                           var.pool_dtype, var.state_layout, var.has_initial_state)
     run_cp(tables, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, state_indices=idx,
            has_initial_state=hinit, out=out, null_slot=null_slot, state_layout=var.state_layout,
-           partials=partials, combine=comb, from_starts=from_starts)
+           partials=partials, combine=comb, from_starts=from_starts, tail_of=tail_scan)
 
 
 def warmup_cp(variants, log=print) -> None:
     """Compile the CP kernels (phases + combine) of these variants."""
     for var in variants:
         phase_kernels(var, tail=tail_starts_on())
+        if tail_starts_on():
+            tail_scan_kernel(var.num_v_heads)
         combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
                        var.pool_dtype, var.state_layout, var.has_initial_state)
         if log is not None:
