@@ -62,13 +62,16 @@ BACKENDS = {
     "paired": (["--attention-backend", "qla"], "one qla server whose prefill steps alternate between "
                "qla-serve (`paired:qla`) and vLLM's own path (`paired:auto`, the `auto` kernels) through "
                "the QLA_VLLM_AB_SWITCH file: per request at concurrency 1, per half-stream block (ABBA) above"),
+    "paired-triton": (["--attention-backend", "qla"], "`paired` with vLLM's Triton (FLA) prefill kernels on "
+                      "vLLM's side (`paired-triton:triton`; QLA_VLLM_FALLBACK_PREFILL=triton)"),
 }
-BACKEND_ENV = {"qla-nocp": {"QLA_CP": "0"}, "qla-conv": {"QLA_VLLM_CONV": "qla"}}   # server environment per backend
+BACKEND_ENV = {"qla-nocp": {"QLA_CP": "0"}, "qla-conv": {"QLA_VLLM_CONV": "qla"},   # server environment per backend
+               "paired-triton": {"QLA_VLLM_FALLBACK_PREFILL": "triton"}}
+# Paired backends → the label of their vLLM side (the side qla-serve's is set against).
+PAIRED = {"paired": "auto", "paired-triton": "triton"}
 # Cell labels whose prefill ran through qla-serve: traced, never a baseline.
-QLA_BACKENDS = {"qla", "qla-nocp", "qla-conv", "paired:qla"}
+QLA_BACKENDS = {"qla", "qla-nocp", "qla-conv"} | {f"{p}:qla" for p in PAIRED}
 ALIASES = {"vllm": "auto"}
-# A paired server's two sides: cell-label suffix → the step-timing path label of that side.
-PAIRED_SIDES = {"qla": "qla", "auto": "vllm"}
 
 
 def base_of(label: str) -> str:
@@ -85,18 +88,29 @@ def server_of(label: str) -> str:
     return label.partition(":")[0].split("@", 1)[0]
 
 
+def paired_sides(server: str) -> list[str]:
+    """A paired server's two sides, qla-serve's first (``["qla", "auto"]``); [] for other servers."""
+    kind = server_of(server)
+    return ["qla", PAIRED[kind]] if kind in PAIRED else []
+
+
 def cell_labels(server: str) -> list[str]:
     """The cells one server fills: its own label, or a paired server's two sides."""
-    return [f"{server}:{side}" for side in PAIRED_SIDES] if server_of(server) == "paired" else [server]
+    return [f"{server}:{side}" for side in paired_sides(server)] or [server]
 
 
-def paired_blocks(w: "Workload", prompts: list[list[int]]) -> list[tuple[str, list[list[int]]]]:
+def side_path(side: str) -> str:
+    """The step-timing path label of a paired side (``integrations/vllm/timing.py``)."""
+    return "qla" if side == "qla" else "vllm"
+
+
+def paired_blocks(w: "Workload", prompts: list[list[int]], vllm_side: str = "auto") -> list[tuple[str, list[list[int]]]]:
     """A paired server's order of work for one workload: ``prompts`` (2 × the workload's requests)
     in blocks, the sides in ABBA order so a linear drift of the server lands on both alike: one
     request per block at concurrency 1, four blocks of half the requests each for a stream (each
     block runs at the workload's concurrency and drains before the switch flips)."""
     size = 1 if w.concurrency == 1 else max(1, len(prompts) // 4)
-    order = ["qla", "auto", "auto", "qla"]
+    order = ["qla", vllm_side, vllm_side, "qla"]
     blocks = [prompts[i:i + size] for i in range(0, len(prompts), size)]
     return [(order[k % 4], b) for k, b in enumerate(blocks)]
 
@@ -105,10 +119,10 @@ def set_switch(path: Path | None, side: str | None) -> None:
     """Point a paired server at one side: the switch file present = vLLM's own path."""
     if path is None or side is None:
         return
-    if side == "auto":
-        path.touch()
-    else:
+    if side == "qla":
         path.unlink(missing_ok=True)
+    else:
+        path.touch()
 
 
 def parse_backends(spec: str) -> list[str]:
@@ -616,20 +630,21 @@ def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) ->
 
 
 def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict]]:
-    """(workload, server, qla-serve side's cell, vLLM path's cell) of every paired server that
-    holds per-request samples, and per workload with several such servers an ``all N`` entry whose
-    cells hold every request of them (samples only)."""
-    servers = sorted({c.partition(":")[0] for c in report["cells"] if base_of(c) == "paired:qla"})
+    """(workload, server, qla-serve side's cell, vLLM side's cell) of every paired server that holds
+    per-request samples, and per workload and paired backend with several such servers an
+    ``all N <backend>`` entry whose cells hold every request of them (samples only)."""
     out = []
     for w in report["workloads"]:
-        pairs = [(srv, report["cells"].get(f"{srv}:qla", {}).get(w["name"]),
-                  report["cells"].get(f"{srv}:auto", {}).get(w["name"])) for srv in servers]
-        pairs = [p for p in pairs if p[1] and p[2] and p[1].get("samples") and p[2].get("samples")]
-        if len(pairs) > 1:
-            pool = lambda k, m: [x for p in pairs for x in p[k]["samples"][m]]  # noqa: E731
-            pairs.append((f"all {len(pairs)}", *({"samples": {m: pool(k, m) for m in ("ttft_ms", "tpot_ms")}}
-                                                  for k in (1, 2))))
-        out += [(w["name"], *p) for p in pairs]
+        for kind, other in PAIRED.items():
+            servers = sorted({c.partition(":")[0] for c in report["cells"] if base_of(c) == f"{kind}:qla"})
+            pairs = [(srv, report["cells"].get(f"{srv}:qla", {}).get(w["name"]),
+                      report["cells"].get(f"{srv}:{other}", {}).get(w["name"])) for srv in servers]
+            pairs = [p for p in pairs if p[1] and p[2] and p[1].get("samples") and p[2].get("samples")]
+            if len(pairs) > 1:
+                pool = lambda k, m: [x for p in pairs for x in p[k]["samples"][m]]  # noqa: E731
+                pairs.append((f"all {len(pairs)} {kind}", *({"samples": {m: pool(k, m) for m in ("ttft_ms", "tpot_ms")}}
+                                                            for k in (1, 2))))
+            out += [(w["name"], *p) for p in pairs]
     return out
 
 
@@ -649,8 +664,9 @@ def paired_table(report: dict) -> str:
     if not rows:
         return ""
     return ("\n## Paired: qla-serve and vLLM's path in one server\n\nThe server's prefill steps alternate "
-            "between the two paths (ABBA; per request at concurrency 1, half-stream blocks above), each side "
-            "with its own fresh prompts; the ratio's interval is a 95 % bootstrap of the ratio of medians. "
+            "between the two paths (ABBA; per request at concurrency 1, half-stream blocks above); vLLM's side "
+            "runs its default kernels in `paired` servers (as `auto`), its Triton kernels in `paired-triton` "
+            "ones (as `triton`). Each side gets its own fresh prompts; the ratio's interval is a 95 % bootstrap of the ratio of medians. "
             "Stream blocks drain between switches, so their figures are not those of one continuous stream.\n\n"
             "| workload | server | qla TTFT p50 [95 % CI] | vLLM path TTFT p50 [95 % CI] | ratio [95 % CI] | "
             "qla TPOT p50 | vLLM path TPOT p50 | GDN ms/step qla / vLLM |\n|---|---|---|---|---|---|---|---|\n"
@@ -689,7 +705,8 @@ def plots(report: dict, out: Path) -> list[Path]:
     wl = {w["name"]: w for w in report["workloads"]}
     styles = {50: "-", 90: "--", 99: ":"}
     colors = {"qla": "tab:red", "auto": "tab:blue", "triton": "tab:green", "flashinfer": "tab:orange",
-              "qla-nocp": "tab:purple", "qla-conv": "tab:brown", "paired:qla": "tab:pink", "paired:auto": "tab:cyan"}
+              "qla-nocp": "tab:purple", "qla-conv": "tab:brown", "paired:qla": "tab:pink", "paired:auto": "tab:cyan",
+              "paired-triton:qla": "tab:olive", "paired-triton:triton": "tab:gray"}
     written = []
 
     def figure(title, xlabel, pick, fname, logx):
@@ -754,7 +771,7 @@ def plots(report: dict, out: Path) -> list[Path]:
     # Paired servers: the TTFT p50 ratio (qla-serve / vLLM's path) per workload with its interval
     pairs = paired_pairs(report)
     if pairs:
-        series = lambda sv: "pooled" if sv.startswith("all ") else sv  # noqa: E731  ("all N": N servers)
+        series = lambda sv: "pooled " + sv.split()[-1] if sv.startswith("all ") else sv  # noqa: E731
         names = list(dict.fromkeys(p[0] for p in pairs))
         servers = list(dict.fromkeys(series(p[1]) for p in pairs))
         fig, ax = plt.subplots(figsize=(10, 4.2))
@@ -768,9 +785,9 @@ def plots(report: dict, out: Path) -> list[Path]:
                 ys.append(r)
                 lo.append(r - ci_[0])
                 hi.append(ci_[1] - r)
-            pooled_ = srv == "pooled"
+            pooled_ = srv.startswith("pooled")
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="D" if pooled_ else "o", ms=7 if pooled_ else 4, capsize=3,
-                        color="black" if pooled_ else None, label=srv)
+                        color=("black" if srv == "pooled paired" else "dimgray") if pooled_ else None, label=srv)
         ax.axhline(1.0, color="grey", lw=1)
         ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
         ax.set_ylabel("TTFT p50, qla-serve / vLLM's path")
@@ -915,7 +932,8 @@ def main(argv: list[str] | None = None) -> int:
     group = (lambda w: True) if args.one_server else (lambda w: w.prefix_caching)
     done = lambda b, w: all(w.name in report["cells"].get(c, {}) for c in cell_labels(b))  # noqa: E731
     for b in backends:
-        paired = server_of(b) == "paired"
+        sides = paired_sides(b)
+        paired = bool(sides)
         for pc in (False, True):
             todo = [w for w in workloads if group(w) == pc and not done(b, w)]
             skipped = [w.name for w in workloads if group(w) == pc and done(b, w)]
@@ -947,24 +965,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{tag}] healthy after {startup_s:.0f}s (pid {srv.proc.pid}); warming up", flush=True)
                 # A paired server warms both paths (fresh prompts for the second: the first's would
                 # hit the prefix cache and skip the prefill shapes the second path has to build).
-                for k, side in enumerate(PAIRED_SIDES if paired else [None]):
+                for k, side in enumerate(sides or [None]):
                     set_switch(switch, side)
                     warm_up(srv, todo, args.seed + 7 + 1000 * k, vocab)
                 for w in todo:
                     seed = args.seed + sum(map(ord, w.name))
                     if paired:   # each side gets the workload's full count of its own prompts
                         twice = Workload(**{**asdict(w), "num_requests": 2 * w.num_requests})
-                        blocks = paired_blocks(w, twice.prompts(seed, vocab))
+                        blocks = paired_blocks(w, twice.prompts(seed, vocab), sides[1])
                     else:
                         blocks = [(None, w.prompts(seed, vocab))]
                     if w.kind == "prefix":   # cache the shared prefix first: the stream measures reuse
                         asyncio.run(drive(srv.url, srv.served_name, [blocks[0][1][0][:w.prefix_len]], 1, 2))
-                    sides: dict = {}
+                    by_side: dict = {}
                     load0 = os.getloadavg()
                     with tqdm(total=sum(len(p) for _, p in blocks), desc=f"{tag} {w.name}", unit="req") as bar:
                         for side, prompts in blocks:
                             set_switch(switch, side)
-                            got = sides.setdefault(side, {"res": [], "windows": [], "hits": []})
+                            got = by_side.setdefault(side, {"res": [], "windows": [], "hits": []})
                             hits0 = prefix_counters(srv)
                             ta = time.time()
                             got["res"] += asyncio.run(drive(srv.url, srv.served_name, prompts, w.concurrency,
@@ -972,7 +990,7 @@ def main(argv: list[str] | None = None) -> int:
                             got["windows"].append((ta, time.time()))
                             hits1 = prefix_counters(srv)
                             got["hits"].append({k: hits1[k] - hits0[k] for k in hits0} if hits0 and hits1 else None)
-                    for side, got in sides.items():
+                    for side, got in by_side.items():
                         s = summarize(got["res"])
                         s.update(startup_s=startup_s, loadavg=[load0[0], os.getloadavg()[0]],
                                  wall_s=sum(t1 - t0 for t0, t1 in got["windows"]), windows=got["windows"])
@@ -997,7 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
             calls = read_jsonl(trace)
             for label, side, w, s, wins, ok in windows:
                 ttft_sum = sum(r.ttft_ms for r in ok) if w.concurrency == 1 else None
-                s["gdn"] = gdn_share(steps, wins, ttft_sum, PAIRED_SIDES[side] if side else None)
+                s["gdn"] = gdn_share(steps, wins, ttft_sum, side_path(side) if side else None)
                 if base_of(label) in QLA_BACKENDS:
                     s["qla_calls"] = sum(1 for c in calls if any(t0 <= c.get("t", t0) <= t1 for t0, t1 in wins)) \
                         if calls and "t" in calls[0] else len(calls)

@@ -106,6 +106,36 @@ def _ask_kernels(layer, pool: torch.Tensor, layout: str, plan, act_dtype: torch.
 # ----------------------------------------------------------------------------------------------
 # vLLM's whole GDN core (decode, spec verify, profiling, and fallback)
 # ----------------------------------------------------------------------------------------------
+FALLBACK_PREFILL_ENV = "QLA_VLLM_FALLBACK_PREFILL"
+# vLLM's ChunkGatedDeltaRule binds one of these methods as its _forward_method (vLLM 0.26-0.33):
+# forward_cuda = FlashInfer's gdn_prefill, forward_native = FLA's Triton kernels.
+_VLLM_PREFILL_METHODS = {"flashinfer": "forward_cuda", "triton": "forward_native"}
+
+
+def choose_fallback_prefill(layer) -> str | None:
+    """``QLA_VLLM_FALLBACK_PREFILL=triton|flashinfer``: the prefill kernel of vLLM's own path in a
+    qla-serve server (the steps qla-serve does not take, and the other side of
+    ``bench_serving/serve.py``'s paired servers), where vLLM's own choice would be another; unset:
+    vLLM's choice. Set the way vLLM sets it (the op's bound forward method), on CUDA only: vLLM's
+    CPU build runs its CPU op whatever is chosen. Returns what it did (for one log line), None when
+    nothing was asked; a bad value raises ValueError naming the variable."""
+    name = os.environ.get(FALLBACK_PREFILL_ENV, "").strip().lower()
+    if not name:
+        return None
+    if name not in _VLLM_PREFILL_METHODS:
+        raise ValueError(f"{FALLBACK_PREFILL_ENV}={name!r}: choose one of {', '.join(_VLLM_PREFILL_METHODS)}")
+    if not IS_CUDA:
+        return f"{FALLBACK_PREFILL_ENV}={name} ignored: vLLM's CPU build has one GDN prefill op"
+    op = getattr(layer, "chunk_gated_delta_rule", None)
+    method = getattr(op, _VLLM_PREFILL_METHODS[name], None)
+    if op is None or method is None:
+        raise RuntimeError(f"{FALLBACK_PREFILL_ENV}={name}: this vLLM's GDN layer has no "
+                           f"chunk_gated_delta_rule.{_VLLM_PREFILL_METHODS[name]} to bind")
+    op._forward_method = method
+    op.gdn_prefill_backend = layer.gdn_prefill_backend = name
+    return f"vLLM's own GDN prefill path in this server uses its {name} kernel ({FALLBACK_PREFILL_ENV})"
+
+
 def engine_forward_core(layer, parent_forward_core, mixed_qkv, b, a, core_attn_out) -> None:
     """Run vLLM's own GDN core for this layer, exactly as vLLM would without the plugin."""
     if IS_CPU:

@@ -30,6 +30,9 @@ that includes "no qla-serve kernel takes it": vLLM's kernel beats qla-serve's Py
   the step's prefills run vLLM's own path (benchmarks: ``bench_serving/serve.py``'s ``paired``
   backend flips it between requests, so one server measures both paths and the server-to-server
   spread drops out of the comparison);
+* ``QLA_VLLM_FALLBACK_PREFILL=triton|flashinfer``: the kernel vLLM's own path uses for prefills in
+  this server (``engine_ops.choose_fallback_prefill``; default vLLM's choice, FlashInfer on sm_90);
+  with the switch above it makes a paired server of qla-serve against vLLM's Triton kernels;
 * ``QLA_VLLM_STEP_TIMING=/path/file``: per-step wall time of the GDN core on prefill steps, for
   qla-serve and for vLLM's own path alike (``timing.py``; benchmarks). On CPU this routes vLLM's
   own path through the same generic forward as qla-serve (same CPU op, timed at the core).
@@ -157,6 +160,9 @@ class QLAGatedDeltaNetAttention(QwenGatedDeltaNetAttention):
         if self.qla_enabled:
             _say_once(logging.INFO, "qla-serve: GDN prefill of %s runs through qla_serve.gdn_prefill "
                       "(decode and spec verify stay on vLLM's kernels)", type(self).__mro__[1].__name__)
+            chose = engine_ops.choose_fallback_prefill(self)
+            if chose:
+                _say_once(logging.INFO, "qla-serve: %s", chose)
 
     # vLLM asks each layer for its metadata backend: ours adds the host plan.
     def get_attn_backend(self):

@@ -238,11 +238,14 @@ def test_servers_of_one_backend_are_pooled_request_by_request():
     assert "| prompt-2k-c1 | qla |" not in serve.markdown(report).split("## Pooled over servers")[1]
 
 
-def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_path):
-    """A ``paired`` server is one qla server whose switch file sends a step to vLLM's path: every
-    request block must run with the file matching its side (ABBA: per request at concurrency 1,
-    half-stream blocks above), each side gets the workload's full count of its own prompts, and
-    the report holds both sides as cells, in the paired table and its plot."""
+@pytest.mark.parametrize("kind,other,env", [("paired", "auto", {}),
+                                            ("paired-triton", "triton", {"QLA_VLLM_FALLBACK_PREFILL": "triton"})])
+def test_paired_server_alternates_its_sides_by_the_switch_file(kind, other, env, monkeypatch, tmp_path):
+    """A ``paired`` server is one qla server whose switch file sends a step to vLLM's path
+    (``paired-triton``: vLLM's Triton kernels there): every request block must run with the file
+    matching its side (ABBA: per request at concurrency 1, half-stream blocks above), each side
+    gets the workload's full count of its own prompts, and the report holds both sides as cells, in
+    the paired table and its plot."""
     pytest.importorskip("matplotlib")
     sys.path.insert(0, str(ROOT / "bench_serving"))
     import serve
@@ -263,7 +266,7 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_
 
     async def fake_drive(url, model, prompts, concurrency, output_len, progress=None):
         switch = Path(started[-1][1]["QLA_VLLM_AB_SWITCH"])
-        sent.append(("auto" if switch.exists() else "qla", [tuple(p) for p in prompts], concurrency))
+        sent.append((other if switch.exists() else "qla", [tuple(p) for p in prompts], concurrency))
         base = 50.0 if switch.exists() else 40.0
         return [serve.RequestResult(len(p), output_len, base + i, base + i + 70.0, [10.0] * (output_len - 1))
                 for i, p in enumerate(prompts)]
@@ -275,33 +278,34 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(monkeypatch, tmp_
     model.mkdir()
     (model / "config.json").write_text("{}")
     out = tmp_path / "paired"
-    rc = serve.main(["--preset", "cpu-smoke", "--backends", "paired", "--workloads", "prompt-256-c1,mixed-c3",
+    rc = serve.main(["--preset", "cpu-smoke", "--backends", kind, "--workloads", "prompt-256-c1,mixed-c3",
                      "--num-requests", "8", "--model", str(model), "--out", str(out), "--one-server"])
     assert rc == 0
-    (args, env), = started
-    assert args[:2] == ["--attention-backend", "qla"] and "QLA_VLLM_TRACE" in env
+    (args, server_env), = started
+    assert args[:2] == ["--attention-backend", "qla"] and "QLA_VLLM_TRACE" in server_env
+    assert {k: server_env.get(k) for k in env} == env and ("QLA_VLLM_FALLBACK_PREFILL" in server_env) == bool(env)
     # The timed windows (after the warm-ups' and the flush's requests): c=1 one request per block
     # in ABBA order, c=3 four blocks of 4 (the 16 prompts of two sides).
     timed = [s for s in sent if s[2] in (1, 3) and len(s[1][0]) in (256, 32, 96, 200)]
     c1 = [s for s in timed if s[2] == 1 and len(s[1]) == 1 and len(s[1][0]) == 256][-16:]
-    assert [s[0] for s in c1] == ["qla", "auto", "auto", "qla"] * 4
+    assert [s[0] for s in c1] == ["qla", other, other, "qla"] * 4
     c3 = [s for s in timed if s[2] == 3 and len(s[1]) == 4]
-    assert [s[0] for s in c3] == ["qla", "auto", "auto", "qla"]
+    assert [s[0] for s in c3] == ["qla", other, other, "qla"]
     for sides in (c1, c3):
         qla = {p for s in sides if s[0] == "qla" for p in s[1]}
-        auto = {p for s in sides if s[0] == "auto" for p in s[1]}
+        auto = {p for s in sides if s[0] == other for p in s[1]}
         assert len(qla) == len(auto) == 8 and not qla & auto       # own prompts, full count each
-    assert not Path(env["QLA_VLLM_AB_SWITCH"]).exists()            # left on qla-serve's side
+    assert not Path(server_env["QLA_VLLM_AB_SWITCH"]).exists()     # left on qla-serve's side
     report = json.loads((out / "results.json").read_text())
-    assert set(report["cells"]) == {"paired:qla", "paired:auto"}
-    for side, ttft in (("qla", 41.5), ("auto", 51.5)):      # two blocks of 4 per side: base + 0..3
+    assert set(report["cells"]) == {f"{kind}:qla", f"{kind}:{other}"}
+    for side, ttft in (("qla", 41.5), (other, 51.5)):      # two blocks of 4 per side: base + 0..3
         for w in ("prompt-256-c1", "mixed-c3"):
-            cell = report["cells"][f"paired:{side}"][w]
+            cell = report["cells"][f"{kind}:{side}"][w]
             assert cell["requests"] == 8 and cell["failed"] == 0
-        assert report["cells"][f"paired:{side}"]["mixed-c3"]["ttft_ms"]["p50"] == pytest.approx(ttft)
+        assert report["cells"][f"{kind}:{side}"]["mixed-c3"]["ttft_ms"]["p50"] == pytest.approx(ttft)
     table = (out / "summary.md").read_text().split("## Paired: qla-serve and vLLM's path in one server")[1]
-    assert "| prompt-256-c1 | paired | 40.0 [40.0, 40.0] | 50.0 [50.0, 50.0] | 0.800 [0.800, 0.800] |" in table
-    assert f"| mixed-c3 | paired | 41.5 [" in table and f"| {41.5 / 51.5:.3f} [" in table
+    assert f"| prompt-256-c1 | {kind} | 40.0 [40.0, 40.0] | 50.0 [50.0, 50.0] | 0.800 [0.800, 0.800] |" in table
+    assert f"| mixed-c3 | {kind} | 41.5 [" in table and f"| {41.5 / 51.5:.3f} [" in table
     assert (out / "paired_ttft_ratio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -314,6 +318,8 @@ def test_paired_cells_group_by_server_and_the_ratio_interval_covers_the_truth():
     assert serve.base_of("paired@2:qla") == "paired:qla" and serve.server_of("paired@2:auto") == "paired"
     assert serve.cell_labels("paired@3") == ["paired@3:qla", "paired@3:auto"] and serve.cell_labels("auto@2") == ["auto@2"]
     assert "paired:qla" in serve.QLA_BACKENDS and "paired:auto" not in serve.QLA_BACKENDS
+    assert serve.cell_labels("paired-triton@2") == ["paired-triton@2:qla", "paired-triton@2:triton"]
+    assert "paired-triton:qla" in serve.QLA_BACKENDS and "paired-triton:triton" not in serve.QLA_BACKENDS
     # A 95 % interval: it brackets the sample ratio always and the true ratio (0.9) in most draws.
     rng = random.Random(1)
     covered = 0

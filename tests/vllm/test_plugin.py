@@ -171,6 +171,47 @@ def test_kernel_probe_is_asked_once_per_pool_dtype_and_batch_size(monkeypatch):
     assert engine_ops.kernel_why_not(layer, plan(4), torch.bfloat16) is None
 
 
+def test_fallback_prefill_binds_vllms_own_kernel_choice(monkeypatch):
+    """QLA_VLLM_FALLBACK_PREFILL picks the kernel of vLLM's own path in a qla-serve server the way
+    vLLM picks it (the op's bound forward method: forward_native = Triton/FLA, forward_cuda =
+    FlashInfer); unset changes nothing; CPU ignores it and says so; a bad value names the variable."""
+    from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import ChunkGatedDeltaRule
+
+    from qla_serve.integrations.vllm import engine_ops
+
+    assert callable(ChunkGatedDeltaRule.forward_native) and callable(ChunkGatedDeltaRule.forward_cuda)
+
+    class Op:
+        def forward_native(self):
+            return "triton"
+
+        def forward_cuda(self):
+            return "flashinfer"
+
+    def layer():
+        op = Op()
+        op._forward_method, op.gdn_prefill_backend = op.forward_cuda, "flashinfer"
+        return SimpleNamespace(chunk_gated_delta_rule=op, gdn_prefill_backend="flashinfer")
+
+    monkeypatch.delenv(engine_ops.FALLBACK_PREFILL_ENV, raising=False)
+    lay = layer()
+    assert engine_ops.choose_fallback_prefill(lay) is None and lay.chunk_gated_delta_rule._forward_method() == "flashinfer"
+    monkeypatch.setenv(engine_ops.FALLBACK_PREFILL_ENV, "triton")
+    monkeypatch.setattr(engine_ops, "IS_CUDA", False)
+    assert "ignored" in engine_ops.choose_fallback_prefill(lay)
+    assert lay.chunk_gated_delta_rule._forward_method() == "flashinfer"
+    monkeypatch.setattr(engine_ops, "IS_CUDA", True)
+    assert "triton" in engine_ops.choose_fallback_prefill(lay)
+    assert lay.chunk_gated_delta_rule._forward_method() == "triton"
+    assert lay.gdn_prefill_backend == lay.chunk_gated_delta_rule.gdn_prefill_backend == "triton"
+    monkeypatch.setenv(engine_ops.FALLBACK_PREFILL_ENV, "cutlass")
+    with pytest.raises(ValueError, match="QLA_VLLM_FALLBACK_PREFILL"):
+        engine_ops.choose_fallback_prefill(layer())
+    monkeypatch.setenv(engine_ops.FALLBACK_PREFILL_ENV, "triton")
+    with pytest.raises(RuntimeError, match="QLA_VLLM_FALLBACK_PREFILL"):
+        engine_ops.choose_fallback_prefill(SimpleNamespace(gdn_prefill_backend="flashinfer"))
+
+
 def test_step_timer_attaches_builder_notes_to_the_step_that_follows(monkeypatch, tmp_path):
     """The metadata builder runs before a step's layers; its host time must land on that step's
     line, once, and not on the next one."""
