@@ -13,8 +13,8 @@ is counted on both. Writes kernels.json, kernels.md and kernels.png into $OUT (o
 
     FLA_FLASH_QLA=0 python bench_serving/kernels.py [--quick] [--out DIR]
 
-CP sweep (issue 4): ``--cp-sweep`` times QLA's whole prefill with the longest sequence forced to
-P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096,
+CP sweep (issue 4): ``--cp-sweep`` times QLA's whole prefill (do_bench wall ms and GPU-busy ms) with
+the longest sequence forced to P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096,
 1×4096, 1×2048 for heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's
 constants into cp_fit.json:
 
@@ -430,6 +430,9 @@ def cp_sweep(args) -> None:
                             elif ref_out is not None:
                                 row["out_rel_diff_vs_p1"] = float((out.float() - ref_out).norm() / ref_out.norm())
                             row["ms"] = bench(run)
+                            # GPU-busy time too: on a slow host the short rows are host-bound and
+                            # do_bench reads the host (session 18: tail starts' torch ops, +0.4 ms)
+                            row["gpu_ms"] = gpu_ms(run)
                         except Exception as exc:  # noqa: BLE001
                             row["ms"] = None
                             row["error"] = repr(exc)[:300]
@@ -437,6 +440,7 @@ def cp_sweep(args) -> None:
                         dump()
                         print(f"[cp-sweep] {H}/{HV} {mix} bv={block_v} P={P} parts={row['parts']}: "
                               f"{row['ms'] if row['ms'] is None else round(row['ms'], 4)} ms "
+                              f"(GPU {row.get('gpu_ms') and round(row['gpu_ms'], 4)}) "
                               f"diff={row.get('out_rel_diff_vs_p1')}", flush=True)
                 del x
                 torch.cuda.empty_cache()
