@@ -199,7 +199,7 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
         Bl = (B - Bh).bfloat16().float()
         return Ah @ Bh + Ah @ Bl + Al @ Bh
 
-    def combine(pool, idx, hinit, vs_offsets, row_offsets, scratch, starts, num_partial, null_slot):
+    def combine(pool, idx, hinit, vs_offsets, row_offsets, scratch, starts, num_partial, null_slot, tail=None):
         calls.append("combine")
         vs, rows = vs_offsets.tolist(), row_offsets.tolist()
         for j, slot in enumerate(idx.tolist()):
@@ -226,6 +226,10 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
                              else Mst @ S) + h
                     if combine_mode in ("split", "tf32"):
                         S = S.float().double()                          # the kernel keeps S in fp32
+                    if tail is not None:    # the tail-start combine: S ← h_p where phase 1 stored M_p = 0
+                        took = tail[rows[j] + p] > 0
+                        assert (Mst[took] == 0).all(), "a tail start must store M_p = 0"
+                        S[took] = h[took]
 
     def from_starts(q, k, v, gcum, a, cu_v, slot_v, last_v, starts, pool, out, null_slot):
         calls.append("from_starts")
@@ -451,9 +455,9 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail, monk
     monkeypatch.setattr(hopper, "fwd_kernel", no_fwd)
     monkeypatch.setattr(cp, "phase_kernels", lambda var, tail=False: (tail_partials, from_starts))
 
-    def combine_kernel(HV, K, V, block_v, pool_dtype, layout_, read_has_initial_state):
-        assert (pool_dtype, layout_, read_has_initial_state) == (hopper.POOL_DTYPES[pool.dtype], layout,
-                                                                 hinit is not None)
+    def combine_kernel(HV, K, V, block_v, pool_dtype, layout_, read_has_initial_state, read_tail=False):
+        assert (pool_dtype, layout_, read_has_initial_state, read_tail) == (hopper.POOL_DTYPES[pool.dtype], layout,
+                                                                            hinit is not None, tail)
         # the variant without has_initial_state gets a dummy uint8 tensor and must not read it
         return lambda pool_, idx_, hi, *rest: combine(pool_, idx_, hi if read_has_initial_state else None, *rest)
     monkeypatch.setattr(cp, "combine_kernel", combine_kernel)
@@ -562,6 +566,9 @@ def test_combine_compiles_for_sm90a(bv, pool_dtype, layout, hinit, monkeypatch):
     kern = cp.combine_kernel(8, 128, 128, bv, pool_dtype, layout, hinit)
     src = kern.get_kernel_source()
     assert "wgmma" in src, "the combine product should use Hopper wgmma"
+    # the tail-start form: the same chain, products skipped where tail[r, h] > 0
+    src = cp.combine_kernel(8, 128, 128, bv, pool_dtype, layout, hinit, read_tail=True).get_kernel_source()
+    assert "qla_cp_combine_tail" in src and "wgmma" in src and "tail[" in src
 
 
 def test_cp_path_compiles_for_sm90a(monkeypatch):

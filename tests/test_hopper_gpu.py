@@ -384,10 +384,13 @@ CP_COMBINE_CASES = [
 
 
 @skip
+@pytest.mark.parametrize("tail", [False, True], ids=["exact", "tail-form"])
 @pytest.mark.parametrize("tag,seqlens,parts,HV,bv,pdt,layout,hmode", CP_COMBINE_CASES,
                          ids=[c[0] for c in CP_COMBINE_CASES])
-def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode):
-    """The combine kernel alone vs an fp64 chain on random h / M (M scaled like a contraction)."""
+def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode, tail):
+    """The combine kernel alone vs an fp64 chain on random h / M (M scaled like a contraction).
+    ``tail``: the tail-start form, with M_p = 0 where a random tail says w > 0 (as phase 1 stores
+    it): the chain's value, and bit for bit what the exact form gives on the same scratch."""
     from qla_serve.kernels import hopper
     from qla_serve.kernels.hopper import cp
 
@@ -398,6 +401,9 @@ def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode):
     scratch = torch.empty(2 * nsp, HV, K, V)
     scratch[:nsp] = torch.randn(nsp, HV, K, V, generator=gen)
     scratch[nsp:] = torch.randn(nsp, HV, K, K, generator=gen) * (0.15 / K ** 0.5) + torch.eye(K) * 0.6  # ‖M‖ < 1
+    w = torch.randint(0, 3, (max(nsp, 1), HV), generator=gen, dtype=torch.int32)   # 0: exact step
+    if tail:
+        scratch[nsp:][w[:nsp] > 0] = 0.0
     scratch = scratch.to(DEV)
     slots = N + 3
     base = torch.randn(slots, 2, HV, K, V, generator=gen).to(pdt).to(DEV)
@@ -415,13 +421,19 @@ def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode):
     pool_before = pool.clone()
     kern = cp.combine_kernel(HV, K, V, bv, hopper.POOL_DTYPES[pdt], layout, hinit is not None)
     kern(pool, idx_d, hinit_d, tab.vs_offsets, tab.row_offsets, scratch, starts, nsp, 0)
+    if tail:
+        exact, starts = starts, torch.full_like(starts, float("nan"))
+        kern = cp.combine_kernel(HV, K, V, bv, hopper.POOL_DTYPES[pdt], layout, hinit is not None, read_tail=True)
+        kern(pool, idx_d, hinit_d, tab.vs_offsets, tab.row_offsets, scratch, starts, nsp, 0, w.to(DEV))
     torch.cuda.synchronize()
+    if tail:
+        assert torch.equal(starts, exact), f"{tag}: the tail form must give the exact form's numbers"
     assert torch.equal(pool, pool_before), "combine must not write the pool"
     ref = _cp_tables_ref_chain(pool, idx, hinit, tab, scratch, layout, 0)
     assert not torch.isnan(starts).any(), f"{tag}: unwritten starts"
     e = rel(starts, ref)
     worst = max(rel(starts[i], ref[i]) for i in range(tab.num_virtual) if ref[i].norm() > 0)
-    msg = dict(case=f"cp-combine-{tag}", starts_err=e, worst_row_err=worst)
+    msg = dict(case=f"cp-combine-{tag}{'-tail' if tail else ''}", starts_err=e, worst_row_err=worst)
     print(json.dumps(msg))
     if os.environ.get("QLA_ERR_LOG"):
         with open(os.environ["QLA_ERR_LOG"], "a") as f:

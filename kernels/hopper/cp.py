@@ -32,7 +32,7 @@ factor (I − β_t k_t k_tᵀ) has spectral norm 1, so a span's transition has �
 a partition's last w chunks decay by Σ g ≤ −TAIL_LOG_DECAY (45: e^{−45} < 2^{−64}), the walk of
 those w chunks from S = 0 differs from h_p by at most e^{−45} ‖S before them‖, 2^{40} below fp32's
 rounding of a state that size, and ‖M_p‖ ≤ e^{−45}: phase 1 walks only the tail for h_p and stores
-M_p = 0, and the combine is unchanged. :func:`tail_chunks` (torch; the reference) and
+M_p = 0, and the combine's tail form skips that step's products (S ← h_p; the same numbers). :func:`tail_chunks` (torch; the reference) and
 :func:`tail_scan` (the GPU path: :mod:`cp_tail`) find w per (partition, value head) on the device from
 the chunk-end γ (kkt_solve's chunk-local cumsum; no sync); where the partition never
 decays that far (g → 0) w = 0 and the exact walk runs. It needs g ≤ 0 and unit-norm k (l2norm in
@@ -305,7 +305,7 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     partials(q, k, v, gcum, a, part_bounds, scratch[, tail])   (tail: with tables built tail=True)
     tail_of(gcum, tables) → tail [NSP, HV] int32               (default :func:`tail_chunks`)
     combine(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
-            null_slot)
+            null_slot[, tail])                                (tail: as partials; M_p = 0 where w > 0)
     from_starts(q, k, v, gcum, a, cu_seqlens_v, slot_v, last_v, starts, pool, out, null_slot)
     """
     HV, Vd, Kd = v.shape[1], v.shape[2], q.shape[2]
@@ -316,12 +316,10 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     nsp = tables.num_partial
     scratch = torch.empty(2 * nsp, HV, *inner, dtype=torch.float32, device=dev)
     starts = torch.empty(tables.num_virtual, HV, *inner, dtype=torch.float32, device=dev)
-    if tables.tail_ends is not None:
-        partials(q, k, v, gcum, a, tables.part_bounds, scratch, (tail_of or tail_chunks)(gcum, tables))
-    else:
-        partials(q, k, v, gcum, a, tables.part_bounds, scratch)
+    tail = () if tables.tail_ends is None else ((tail_of or tail_chunks)(gcum, tables),)
+    partials(q, k, v, gcum, a, tables.part_bounds, scratch, *tail)
     combine(state_pool, state_indices, has_initial_state, tables.vs_offsets, tables.row_offsets, scratch, starts,
-            nsp, null_slot)
+            nsp, null_slot, *tail)
     slot_v = state_indices.index_select(0, tables.seq_of_v).to(torch.int32)
     from_starts(q, k, v, gcum, a, tables.cu_seqlens_v, slot_v, tables.last_v, starts, state_pool, out, null_slot)
 
@@ -334,13 +332,17 @@ COMBINE_BLOCK_V = 64     # the combine's own V-block (the chain's CTAs: HV · V 
 
 
 def combine_kernel(HV: int, K: int, V: int, block_v: int, pool_dtype: str, state_layout: str,
-                   read_has_initial_state: bool):
+                   read_has_initial_state: bool, read_tail: bool = False):
+    """The combine (:mod:`cp_combine`); ``read_tail``: its tail-start form (takes ``tail`` and skips
+    the products where M_p = 0)."""
     from . import _compile, _get
     from . import cp_combine
 
-    key = ("cp_combine", HV, K, V, block_v, pool_dtype, state_layout, bool(read_has_initial_state))
+    key = ("cp_combine", HV, K, V, block_v, pool_dtype, state_layout, bool(read_has_initial_state)) + (
+        ("tail",) if read_tail else ())
     return _get(key, lambda: _compile(
-        cp_combine.build_cp_combine(HV, K, V, block_v, pool_dtype, state_layout, bool(read_has_initial_state)),
+        cp_combine.build_cp_combine(HV, K, V, block_v, pool_dtype, state_layout, bool(read_has_initial_state),
+                                    bool(read_tail)),
         cp_combine.PASS_CONFIGS))
 
 
@@ -372,9 +374,10 @@ def phase_kernels(var, tail: bool = False) -> tuple[Any, Any]:
 
 def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, hinit, out, null_slot) -> None:
     """The GPU CP path (called from gdn_prefill_hopper after kkt_solve)."""
-    partials, from_starts = phase_kernels(var, tail=tables.tail_ends is not None)
+    tail = tables.tail_ends is not None
+    partials, from_starts = phase_kernels(var, tail=tail)
     comb = combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
-                          var.pool_dtype, var.state_layout, var.has_initial_state)
+                          var.pool_dtype, var.state_layout, var.has_initial_state, read_tail=tail)
     run_cp(tables, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, state_indices=idx,
            has_initial_state=hinit, out=out, null_slot=null_slot, state_layout=var.state_layout,
            partials=partials, combine=comb, from_starts=from_starts, tail_of=tail_scan)
@@ -383,11 +386,12 @@ def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, h
 def warmup_cp(variants, log=print) -> None:
     """Compile the CP kernels (phases + combine) of these variants."""
     for var in variants:
-        phase_kernels(var, tail=tail_starts_on())
-        if tail_starts_on():
+        tail = tail_starts_on()
+        phase_kernels(var, tail=tail)
+        if tail:
             tail_scan_kernel(var.num_v_heads)
         combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
-                       var.pool_dtype, var.state_layout, var.has_initial_state)
+                       var.pool_dtype, var.state_layout, var.has_initial_state, read_tail=tail)
         if log is not None:
             log(f"qla-serve warmup: CP kernels {var}")
 

@@ -29,9 +29,11 @@ PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False}
 
 
 def build_cp_combine(HV: int, K: int, V: int, block_v: int, pool_dtype: str, state_layout: str,
-                     read_has_initial_state: bool):
+                     read_has_initial_state: bool, read_tail: bool = False):
     """TileLang prim_func: ``(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch,
-    starts, num_partial, null_slot)``; see the module docstring."""
+    starts, num_partial, null_slot)``; see the module docstring. ``read_tail``: a last argument
+    ``tail [NSP, HV]`` int32 (CP tail starts, :mod:`cp_tail`): where w > 0 phase 1 stored M_p = 0 and
+    the step is S ← h_p, without the three products (the chain's cost at many partitions)."""
     assert K == V, "scratch holds h (K×V) and M (K×K) rows in one tensor"
     BV = block_v
     NV = V // BV
@@ -62,18 +64,37 @@ def build_cp_combine(HV: int, K: int, V: int, block_v: int, pool_dtype: str, sta
         else:
             T.copy(S, dst[row, bh, 0:K, v0:v0 + BV])
 
-    @T.prim_func
-    def qla_cp_combine(
-        pool: T.StridedTensor(pool_shape, (sp, V * K, inner[1], 1), pool_dtype),
-        state_indices: T.Tensor((N,), "int32"),
-        has_initial_state: T.Tensor((N,), "uint8"),
-        vs_offsets: T.Tensor((N + 1,), "int32"),
-        row_offsets: T.Tensor((N,), "int32"),
-        scratch: T.Tensor((NS2, HV, *inner), accum),
-        starts: T.Tensor((NSV, HV, *inner), accum),
-        num_partial: T.int32,
-        null_slot: T.int32,
-    ):
+    @T.macro
+    def affine_step(S, sh_s, sl_s, mh_s, ml_s, scratch, num_partial, row, bh, v0):
+        # S = hi + lo (bf16 each), then S ← h_p; S += Sₕ Mₕ + Sₕ Mₗ + Sₗ Mₕ
+        if vk:
+            for i, j in T.Parallel(BV, K):
+                sh_s[i, j] = T.cast(S[i, j], half)
+                sl_s[i, j] = T.cast(S[i, j] - T.cast(T.cast(S[i, j], half), accum), half)
+        else:
+            for i, j in T.Parallel(K, BV):
+                sh_s[i, j] = T.cast(S[i, j], half)
+                sl_s[i, j] = T.cast(S[i, j] - T.cast(T.cast(S[i, j], half), accum), half)
+        # M straight from global into its two bf16 halves (no 128×128 fp32 fragment)
+        for i, j in T.Parallel(K, K):
+            mh_s[i, j] = T.cast(scratch[num_partial + row, bh, i, j], half)
+            ml_s[i, j] = T.cast(scratch[num_partial + row, bh, i, j]
+                                - T.cast(T.cast(scratch[num_partial + row, bh, i, j], half), accum), half)
+        state_slice_copy_in(scratch, row, bh, v0, S)
+        if vk:
+            # Sᵀ [BV, K(c)] @ Mᵀ [K(c), K]
+            T.gemm(sh_s, mh_s, S, clear_accum=False)
+            T.gemm(sh_s, ml_s, S, clear_accum=False)
+            T.gemm(sl_s, mh_s, S, clear_accum=False)
+        else:
+            # M [K, K(c)] @ S [K(c), BV]
+            T.gemm(mh_s, sh_s, S, clear_accum=False)
+            T.gemm(ml_s, sh_s, S, clear_accum=False)
+            T.gemm(mh_s, sl_s, S, clear_accum=False)
+
+    @T.macro
+    def chain(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
+              null_slot, tail):
         with T.Kernel(NV, HV, N, threads=threads) as (bv, bh, bn):
             sh_s = T.alloc_shared(s_shape, half)
             sl_s = T.alloc_shared(s_shape, half)
@@ -100,31 +121,49 @@ def build_cp_combine(HV: int, K: int, V: int, block_v: int, pool_dtype: str, sta
             for p in T.serial(nparts):
                 state_slice_copy_out(S, starts, vs + p, bh, v0)
                 if p < nparts - 1:
-                    # S = hi + lo (bf16 each), then S ← h_p; S += Sₕ Mₕ + Sₕ Mₗ + Sₗ Mₕ
-                    if vk:
-                        for i, j in T.Parallel(BV, K):
-                            sh_s[i, j] = T.cast(S[i, j], half)
-                            sl_s[i, j] = T.cast(S[i, j] - T.cast(T.cast(S[i, j], half), accum), half)
+                    if tail is None:
+                        affine_step(S, sh_s, sl_s, mh_s, ml_s, scratch, num_partial, r0 + p, bh, v0)
                     else:
-                        for i, j in T.Parallel(K, BV):
-                            sh_s[i, j] = T.cast(S[i, j], half)
-                            sl_s[i, j] = T.cast(S[i, j] - T.cast(T.cast(S[i, j], half), accum), half)
-                    # M straight from global into its two bf16 halves (no 128×128 fp32 fragment)
-                    for i, j in T.Parallel(K, K):
-                        mh_s[i, j] = T.cast(scratch[num_partial + r0 + p, bh, i, j], half)
-                        ml_s[i, j] = T.cast(scratch[num_partial + r0 + p, bh, i, j]
-                                            - T.cast(T.cast(scratch[num_partial + r0 + p, bh, i, j], half), accum),
-                                            half)
-                    state_slice_copy_in(scratch, r0 + p, bh, v0, S)
-                    if vk:
-                        # Sᵀ [BV, K(c)] @ Mᵀ [K(c), K]
-                        T.gemm(sh_s, mh_s, S, clear_accum=False)
-                        T.gemm(sh_s, ml_s, S, clear_accum=False)
-                        T.gemm(sl_s, mh_s, S, clear_accum=False)
-                    else:
-                        # M [K, K(c)] @ S [K(c), BV]
-                        T.gemm(mh_s, sh_s, S, clear_accum=False)
-                        T.gemm(ml_s, sh_s, S, clear_accum=False)
-                        T.gemm(mh_s, sl_s, S, clear_accum=False)
+                        # A tail start (w > 0) stored M_p = 0: S ← h_p, no products (the same
+                        # numbers: 0·S + h_p is h_p exactly). w = 0: the exact step.
+                        if tail[r0 + p, bh] > 0:
+                            state_slice_copy_in(scratch, r0 + p, bh, v0, S)
+                        else:
+                            affine_step(S, sh_s, sl_s, mh_s, ml_s, scratch, num_partial, r0 + p, bh, v0)
+
+    if read_tail:
+        NSP = T.dynamic("num_partials")
+
+        @T.prim_func
+        def qla_cp_combine_tail(
+            pool: T.StridedTensor(pool_shape, (sp, V * K, inner[1], 1), pool_dtype),
+            state_indices: T.Tensor((N,), "int32"),
+            has_initial_state: T.Tensor((N,), "uint8"),
+            vs_offsets: T.Tensor((N + 1,), "int32"),
+            row_offsets: T.Tensor((N,), "int32"),
+            scratch: T.Tensor((NS2, HV, *inner), accum),
+            starts: T.Tensor((NSV, HV, *inner), accum),
+            num_partial: T.int32,
+            null_slot: T.int32,
+            tail: T.Tensor((NSP, HV), "int32"),
+        ):
+            chain(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
+                  null_slot, tail)
+        return qla_cp_combine_tail
+
+    @T.prim_func
+    def qla_cp_combine(
+        pool: T.StridedTensor(pool_shape, (sp, V * K, inner[1], 1), pool_dtype),
+        state_indices: T.Tensor((N,), "int32"),
+        has_initial_state: T.Tensor((N,), "uint8"),
+        vs_offsets: T.Tensor((N + 1,), "int32"),
+        row_offsets: T.Tensor((N,), "int32"),
+        scratch: T.Tensor((NS2, HV, *inner), accum),
+        starts: T.Tensor((NSV, HV, *inner), accum),
+        num_partial: T.int32,
+        null_slot: T.int32,
+    ):
+        chain(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
+              null_slot, None)
 
     return qla_cp_combine
