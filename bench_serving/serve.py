@@ -629,10 +629,11 @@ def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) ->
     return [ratios[int(0.025 * reps)], ratios[int(0.975 * reps) - 1]]
 
 
-def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict]]:
-    """(workload, server, qla-serve side's cell, vLLM side's cell) of every paired server that holds
-    per-request samples, and per workload and paired backend with several such servers an
-    ``all N <backend>`` entry whose cells hold every request of them (samples only)."""
+def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict, float, list[float] | None]]:
+    """(workload, server, qla-serve side's cell, vLLM side's cell, TTFT p50 ratio, its bootstrap
+    interval) of every paired server that holds per-request samples, and per workload and paired
+    backend with several such servers an ``all N <backend>`` entry whose cells hold every request
+    of them (samples only)."""
     out = []
     for w in report["workloads"]:
         for kind, other in PAIRED.items():
@@ -644,7 +645,9 @@ def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict]]:
                 pool = lambda k, m: [x for p in pairs for x in p[k]["samples"][m]]  # noqa: E731
                 pairs.append((f"all {len(pairs)} {kind}", *({"samples": {m: pool(k, m) for m in ("ttft_ms", "tpot_ms")}}
                                                             for k in (1, 2))))
-            out += [(w["name"], *p) for p in pairs]
+            for srv, q, a in pairs:
+                qs, as_ = q["samples"]["ttft_ms"], a["samples"]["ttft_ms"]
+                out.append((w["name"], srv, q, a, percentile(qs, 50) / percentile(as_, 50), ratio_ci(qs, as_)))
     return out
 
 
@@ -653,12 +656,11 @@ def paired_table(report: dict) -> str:
     TTFT p50 ratio with its bootstrap interval), each server and, with several, all pooled."""
     med = lambda c, m: percentile(c["samples"][m], 50)  # noqa: E731
     rows = []
-    for wname, srv, q, a in paired_pairs(report):
-        r = ratio_ci(q["samples"]["ttft_ms"], a["samples"]["ttft_ms"])
+    for wname, srv, q, a, ratio, r in paired_pairs(report):
         gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
         rows.append(f"| {wname} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
                     f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
-                    f"{fmt(med(q, 'ttft_ms') / med(a, 'ttft_ms'), '.3f')}"
+                    f"{fmt(ratio, '.3f')}"
                     f"{f' [{r[0]:.3f}, {r[1]:.3f}]' if r else ''} | {fmt(med(q, 'tpot_ms'))} | "
                     f"{fmt(med(a, 'tpot_ms'))} | {fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
     if not rows:
@@ -776,11 +778,10 @@ def plots(report: dict, out: Path) -> list[Path]:
         servers = list(dict.fromkeys(series(p[1]) for p in pairs))
         fig, ax = plt.subplots(figsize=(10, 4.2))
         for i, srv in enumerate(servers):
-            pts = [(names.index(wn), q, a) for wn, sv, q, a in pairs if series(sv) == srv]
+            pts = [(names.index(wn), r, ci_) for wn, sv, _, _, r, ci_ in pairs if series(sv) == srv]
             xs, ys, lo, hi = [], [], [], []
-            for j, q, a in pts:
-                r = percentile(q["samples"]["ttft_ms"], 50) / percentile(a["samples"]["ttft_ms"], 50)
-                ci_ = ratio_ci(q["samples"]["ttft_ms"], a["samples"]["ttft_ms"]) or [r, r]
+            for j, r, ci_ in pts:
+                ci_ = ci_ or [r, r]
                 xs.append(j + (i - (len(servers) - 1) / 2) * 0.12)
                 ys.append(r)
                 lo.append(r - ci_[0])
@@ -997,7 +998,7 @@ def main(argv: list[str] | None = None) -> int:
                         s["prefix_cache"] = None if None in got["hits"] else {
                             k: sum(h[k] for h in got["hits"]) for k in got["hits"][0]}
                         label = f"{b}:{side}" if side else b
-                        windows.append((label, side, w, s, got["windows"], [r for r in got["res"] if r.error is None]))
+                        windows.append((label, side, w, s, [r for r in got["res"] if r.error is None]))
                 set_switch(switch, "qla")
                 _flush_steps(srv)
             except KeyboardInterrupt:
@@ -1013,7 +1014,8 @@ def main(argv: list[str] | None = None) -> int:
                 srv.stop()
             steps = read_jsonl(steps_path)
             calls = read_jsonl(trace)
-            for label, side, w, s, wins, ok in windows:
+            for label, side, w, s, ok in windows:
+                wins = s["windows"]
                 ttft_sum = sum(r.ttft_ms for r in ok) if w.concurrency == 1 else None
                 s["gdn"] = gdn_share(steps, wins, ttft_sum, side_path(side) if side else None)
                 if base_of(label) in QLA_BACKENDS:
