@@ -38,6 +38,7 @@ class PrefillPlan:
     chunk_bounds: torch.Tensor
     seq_order: torch.Tensor              # [N] int32 on `device`: sequences longest first (ties in order)
     checked_indices: bool = False        # state indices were range/duplicate-checked on the host
+    unit_norm_keys: bool = False         # the calls' keys reach the kernels l2-normalised (see plan_prefill)
     chunk_size: int = CHUNK_SIZE
     kernel_data: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -92,6 +93,7 @@ def plan_prefill(
     chunk_size: int = CHUNK_SIZE,
     num_v_heads: int | None = None,
     head_v_dim: int = 128,
+    unit_norm_keys: bool = False,
 ) -> PrefillPlan:
     """Build a :class:`PrefillPlan` from host-side sequence boundaries.
 
@@ -107,6 +109,11 @@ def plan_prefill(
             tables now (variant choice, context-parallel partitions) instead of in the first call:
             an engine builds the plan once per step, before the forward, and its first GDN layer
             then pays no planning.
+        unit_norm_keys: the calls on this plan hand ``k`` already l2-normalised (an engine's conv
+            or norm did it; a call with ``use_qk_l2norm=True`` says so itself). The Hopper path's
+            context parallelism may then start a partition from its last decayed chunks, exact to
+            fp32 (``kernels/hopper/cp.py``, "Tail starts"). Wrong keys would make that inexact:
+            pass it only when it holds.
     """
     if num_v_heads is not None and (not isinstance(num_v_heads, int) or num_v_heads <= 0):
         raise ValueError(f"num_v_heads must be a positive int, got {num_v_heads!r}")
@@ -170,6 +177,7 @@ def plan_prefill(
         chunk_bounds=tab_d.view(-1, 4),
         seq_order=order_d,
         checked_indices=checked,
+        unit_norm_keys=bool(unit_norm_keys),
         chunk_size=chunk_size,
     )
     if num_v_heads is not None:

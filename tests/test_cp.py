@@ -406,17 +406,27 @@ def test_cp_tables_from_plan_drive_the_math(monkeypatch):
     assert e_o < 1e-6 and e_s < 1e-6
 
 
-@pytest.mark.parametrize("layout,pool_dtype,hinit_mode,tail", [("vk", torch.float32, "mix", False),
-                                                               ("kv", torch.bfloat16, "none", False),
-                                                               ("vk", torch.float32, "mix", True)])
-def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail, monkeypatch):
+# tail starts: "off" (keys not declared unit-norm), "env" (QLA_CP_TAIL=1), "plan" (the plan's
+# unit_norm_keys), "l2norm" (the call asks the op to normalise), "plan-env0" (declared, QLA_CP_TAIL=0)
+@pytest.mark.parametrize("layout,pool_dtype,hinit_mode,tail_mode", [("vk", torch.float32, "mix", "off"),
+                                                                    ("kv", torch.bfloat16, "none", "off"),
+                                                                    ("vk", torch.float32, "mix", "env"),
+                                                                    ("kv", torch.bfloat16, "none", "plan"),
+                                                                    ("vk", torch.float32, "mix", "l2norm"),
+                                                                    ("vk", torch.float32, "mix", "plan-env0")])
+def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail_mode, monkeypatch):
     """The real entry point's CP branch (plan → tables → scratch → phases) on the CPU, TileLang kernels
     replaced by the torch emulations: dense int32 indices, has_initial_state handling, null slots;
-    with QLA_CP_TAIL=1 the tail-start partials (their w from the kkt stand-in's real γ)."""
+    where the call's keys are unit-norm (plan or op l2norm) or QLA_CP_TAIL=1, the tail-start partials
+    (their w from the kkt stand-in's real γ)."""
     from qla_serve.kernels import hopper
 
-    if tail:
+    tail = tail_mode in ("env", "plan", "l2norm")
+    monkeypatch.delenv(cp.TAIL_ENV, raising=False)
+    if tail_mode == "env":
         monkeypatch.setenv(cp.TAIL_ENV, "1")
+    elif tail_mode == "plan-env0":
+        monkeypatch.setenv(cp.TAIL_ENV, "0")
 
     seqlens, H, HV, D = [700, 64, 1, 300], 1, 2, 32
     q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.bfloat16, seed=17)
@@ -462,11 +472,16 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail, monk
         return lambda pool_, idx_, hi, *rest: combine(pool_, idx_, hi if read_has_initial_state else None, *rest)
     monkeypatch.setattr(cp, "combine_kernel", combine_kernel)
     monkeypatch.setenv(cp.FORCE_ENV, "4")
-    plan = plan_prefill(cu, state_indices_cpu=idx, num_slots=pool.shape[0], null_slot=0)
+    plan = plan_prefill(cu, state_indices_cpu=idx, num_slots=pool.shape[0], null_slot=0,
+                        unit_norm_keys=tail_mode in ("plan", "plan-env0"))
     out = torch.full_like(v, float("nan"))
+    # "l2norm": the op's l2norm pass is a stand-in that leaves the (already unit-norm) q, k as they are
+    if tail_mode == "l2norm":
+        monkeypatch.setattr(hopper, "qk_norm_kernel",
+                            lambda *args: lambda q_, k_, qn, kn: (qn.copy_(q_), kn.copy_(k_)))
     hopper.gdn_prefill_hopper(q, k, v, g, beta, state_pool=pool, state_indices=idx, has_initial_state=hinit,
-                              plan=plan, scale=D ** -0.5, use_qk_l2norm=False, out=out, state_layout=layout,
-                              null_slot=0)
+                              plan=plan, scale=D ** -0.5, use_qk_l2norm=tail_mode == "l2norm", out=out,
+                              state_layout=layout, null_slot=0)
     assert calls == ["kkt", "partials", "combine", "from_starts"]
     if tail:      # head 0 never decays (g = 0): the exact walk; head 1 decays: a tail of a few chunks
         (w,) = tails
@@ -701,15 +716,21 @@ def test_choose_block_v_on_the_measured_rows():
 
 
 def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
-    """Session 11's sweep: rows split into ≥ 4 partitions at V-block 64 walk faster at 128 with twice
-    the partitions (4/16 1×32768: 0.541 against 0.615 ms); rows split in two (16/32, 8/32) do not."""
+    """Rows split at V-block 64 walk faster at 128 with twice the partitions: session 11's sweep (exact
+    starts) for ≥ 4 partitions (4/16 1×32768: 0.541 against 0.615 ms), session 19's (tail starts) for
+    2 as well (16/32 1×32768: 0.597 at 128 / P = 4 against 0.709 at 64 / P = 2)."""
     p = cp.DEFAULT_PARAMS
+    assert p.wide_block_min_parts == 2
     assert cp.choose_parts([32768], 16, 128, 64, 132, p) == [4]
     assert cp.widen_block_v([32768], 16, 128, 64, 132, p) == 128
     assert cp.choose_parts([32768], 16, 128, 128, 132, p) == [8]
-    assert cp.widen_block_v([32768], 32, 128, 64, 132, p) == 64            # P = 2 at 64
+    assert cp.choose_parts([32768], 32, 128, 64, 132, p) == [2]
+    assert cp.widen_block_v([32768], 32, 128, 64, 132, p) == 128           # P = 2 at 64
+    assert cp.choose_parts([32768], 32, 128, 128, 132, p) == [4]
     assert cp.widen_block_v([4096], 8, 128, 64, 132, p) == 64              # not split at all
     assert cp.widen_block_v([8192] * 4, 32, 128, 128, 132, p) == 128       # already 128
+    session11 = dataclasses.replace(p, wide_block_min_parts=4)
+    assert cp.widen_block_v([32768], 32, 128, 64, 132, session11) == 64
     never = dataclasses.replace(p, wide_block_min_parts=64)
     assert cp.widen_block_v([32768], 16, 128, 64, 132, never) == 64
 
@@ -717,13 +738,15 @@ def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
 def test_widen_block_v_judges_the_long_sequences_only():
     """A sequence under half the longest's chunks does not hold the longest back from a fine split:
     4/16 28672+4096 walks at 128 with four partitions (session 11's sweep: 0.576 ms, against 0.727
-    at 64 / P = 2); 16/32 16384+16384 (two long sequences) stays at 64."""
-    p = cp.DEFAULT_PARAMS
+    at 64 / P = 2); two long sequences both count (16384+16384 at 16/32 is not split at 64)."""
+    p = dataclasses.replace(cp.DEFAULT_PARAMS, wide_block_min_parts=4)      # session 11's threshold
     assert cp.choose_parts([28672, 4096], 16, 128, 64, 132, p) == [2, 1]   # both counted: two ways
     assert cp.widen_block_v([28672, 4096], 16, 128, 64, 132, p) == 128
     assert cp.choose_parts([28672, 4096], 16, 128, 128, 132, p) == [4, 1]
     assert cp.widen_block_v([16384, 16384], 16, 128, 64, 132, p) == 64      # comparable: both count
     assert cp.widen_block_v([28672, 4096], 32, 128, 64, 132, p) == 64
+    assert cp.choose_parts([16384, 16384], 32, 128, 64, 132, cp.DEFAULT_PARAMS) == [1, 1]
+    assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, cp.DEFAULT_PARAMS) == 64
 
 
 def test_widen_block_v_leaves_forced_and_disabled_cp_alone(monkeypatch):
@@ -741,7 +764,8 @@ def test_plan_hopper_widens_cp_rows():
     assert hopper.plan_hopper(plan, 16, 128)["block_v"] == 128
     assert cp.plan_cp(plan, 16, 128, 128, sms=132).parts == (8,)
     plan32 = plan_prefill(torch.tensor([0, 32768], dtype=torch.int32), device="meta")
-    assert hopper.plan_hopper(plan32, 32, 128)["block_v"] == 64
+    assert hopper.plan_hopper(plan32, 32, 128)["block_v"] == 128         # split two ways at 64 (session 19)
+    assert cp.plan_cp(plan32, 32, 128, 128, sms=132).parts == (4,)
 
 
 def test_fit_wide_block_finds_the_threshold():
@@ -764,6 +788,29 @@ def test_fit_wide_block_finds_the_threshold():
     assert got["wide_block_min_parts"] == 8 and got["geomean_slowdown"] == pytest.approx(1.0), got
     assert {r["block_v"] for k, r in got["rows"].items() if k.startswith("1/32")} == {64}
     assert cp.fit_wide_block({"sms": 132, "rows": [r for r in rows if r["block_v"] == 64]}, base) is None
+
+
+def test_fit_all_fits_the_constants_and_the_width_jointly():
+    """Synthetic sweep at both widths where each row is fastest at what CPParams(132, 16, 32, 128)
+    with widening from 2 partitions picks (the width, then that width's P): fit_all must find a rule
+    that picks exactly that on every row, whatever the per-width fit alone would prefer."""
+    truth = cp.CPParams(132, 16, 32, 128, wide_block_min_parts=2)
+    rows, want = [], {}
+    for HV in (4, 8, 16, 32):
+        for mix, seqlens in (("1x32768", [32768]), ("1x16384", [16384])):
+            bv_t = 128 if cp._split_finely_at_64(seqlens, HV, 128, 132, truth) else 64
+            p_t = cp.rule_p_longest(seqlens, HV, 128, bv_t, 132, truth)
+            want[f"1/{HV} {mix}"] = (bv_t, p_t)
+            for bv in (64, 128):
+                for P in (1, 2, 4, 8, 16, 32):
+                    ms = 1.0 + 0.1 * abs(P.bit_length() - p_t.bit_length()) + (0.5 if bv != bv_t else 0.0)
+                    rows.append({"heads": f"1/{HV}", "mix": mix, "seqlens": seqlens, "block_v": bv,
+                                 "p_longest": P, "forced": P, "ms": ms})
+    got = cp.fit_all({"sms": 132, "rows": rows})
+    assert got["wide_block"]["geomean_slowdown"] == pytest.approx(1.0), got["wide_block"]
+    picks = {k: (r["block_v"], r["rule_p"]) for k, r in got["wide_block"]["rows"].items()}
+    assert picks == {k: v for k, v in want.items() if k in picks} and len(picks) >= 6, (picks, want)
+    assert got["params"]["wide_block_min_parts"] == got["wide_block"]["wide_block_min_parts"]
 
 
 def test_prepare_plan_does_the_calls_plan_work_ahead(monkeypatch):

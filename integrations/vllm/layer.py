@@ -119,7 +119,9 @@ class QLAGDNAttentionMetadataBuilder(GDNAttentionMetadataBuilder):
         cu_cpu = qsl_cpu[: n + 1]
         md = QLAGDNAttentionMetadata(
             **fields,
-            qla_plan=plan_prefill(cu_cpu, device=device, **self._qla_heads()),
+            # Every path of the layer hands the walk l2-normalised keys (the op's l2norm pass, qla's
+            # conv, or vLLM's prep: engine_ops.prefill_inputs), so CP may use tail starts.
+            qla_plan=plan_prefill(cu_cpu, device=device, unit_norm_keys=True, **self._qla_heads()),
             qla_conv_metadata=engine_ops.conv_metadata(cu_cpu, device, md),
             qla_state_indices=md.non_spec_state_indices_tensor[:n].contiguous(),
             qla_has_initial_state=md.has_initial_state[:n].contiguous(),

@@ -809,7 +809,8 @@ def gdn_prefill_hopper(
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:
         from . import cp
-        cp_tables = cp.plan_cp(plan, HV, Vd, choice["block_v"])
+        cp_tables = cp.plan_cp(plan, HV, Vd, choice["block_v"],
+                               tail=cp.tail_starts_for(plan.unit_norm_keys or use_qk_l2norm))
     if cp_tables is not None:
         cp.run_cp_hopper(cp_tables, var, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, idx=idx,
                          hinit=hinit, out=out, null_slot=-1 if null_slot is None else int(null_slot))

@@ -24,9 +24,10 @@ Everything here is computed from host data only (plan.seqlens, head counts, SM c
 read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` (a gather on the
 stream), so a call is CUDA-graph capturable for a fixed plan.
 
-Tail starts (``QLA_CP_TAIL=1``; opt-in: run on the H200 in session 18, where the tail-start phase 1
-took 8–35 µs against 60–510 µs for the exact one and its outputs matched; w then came from torch
-ops costing 0.35–0.5 ms of host per call, now from :mod:`cp_tail`'s one launch, not yet timed). Per token
+Tail starts (the default where the keys are unit-norm: the op's ``use_qk_l2norm`` or the plan's
+``unit_norm_keys``; ``QLA_CP_TAIL=0`` turns them off, ``=1`` on for every call). On the H200 (session
+19, ``bench_serving/results/h200-session19/cp/``) they took 16/32 1×32768 from 0.960 ms (exact CP,
+best P) to 0.597 and 2/8 1×32768 from 0.334 to 0.213, outputs bitwise equal to P = 1 there. Per token
 S_t = e^{g_t} (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ, and with ‖k_t‖ = 1 and β_t ∈ [0, 2] the
 factor (I − β_t k_t k_tᵀ) has spectral norm 1, so a span's transition has ‖M‖ ≤ e^{Σ g} over it. Where
 a partition's last w chunks decay by Σ g ≤ −TAIL_LOG_DECAY (45: e^{−45} < 2^{−64}), the walk of
@@ -44,7 +45,8 @@ underused and the longest sequence has at least min_seq_chunks chunks; it gets
 P = pow2floor(min(max_parts, target_ctas / (N·HV·V/BV), chunks / min_chunks)) partitions, every
 other sequence a share proportional to its chunk count.
 The constants are measured: ``bench_serving/kernels.py --cp-sweep`` times P ∈ {1..32} per row and
-:func:`fit_params` picks the constants that lose least against the best P of every row.
+:func:`fit_all` picks the constants (and the V-block widening) that lose least against the best
+(V-block, P) of every row.
 """
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ from qla_serve.plan import stage_int32
 CHUNK = 64
 FORCE_ENV = "QLA_CP_PARTS"       # sweep aid: force P for the longest sequence (1 = CP off)
 DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
-TAIL_ENV = "QLA_CP_TAIL"         # 1: tail starts in phase 1 (opt-in until measured on the H200)
+TAIL_ENV = "QLA_CP_TAIL"         # 0: never tail starts; 1: for every call (its caller vouches for unit-norm keys)
 TAIL_LOG_DECAY = 45.0            # a tail counts once it decays the state by e^-45 < 2^-64
 TAIL_MAX_CHUNKS = 256            # chunk ends examined per partition (none found there: exact walk)
 
@@ -77,7 +79,11 @@ class CPParams:
     pick is 0.6 % slower than the best (V-block, P) per row, geometric mean, 8.3 % at worst (2/8
     1×16384), with session 12's reading of the widening (:func:`_split_finely_at_64`; 4/16
     28672+4096 had been 26 % slower at V-block 64, P = 2). Session 7's constants (min_chunks 32)
-    scored 1.0 % and 27 % at worst on the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best."""
+    scored 1.0 % and 27 % at worst on the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best.
+    Session 19 (tail starts, ``h200-session19/cp/cp-tail``, the same heads, rows 1×32768 … 1×4096,
+    both V-blocks): :func:`fit_all` keeps these constants and lowers the widening to 2; the plan's
+    pick is 3.4 % slower than the best (V-block, P) per row, geometric mean, 27 % at worst (4/16
+    1×16384, host-bound: 0.268 against 0.202 ms, GPU time 0.180 against 0.189)."""
 
     target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks (32 in sessions 7-10)
@@ -88,10 +94,12 @@ class CPParams:
     # which the host time of the three launches and the tables would take back in serving).
     min_seq_chunks: int = 128
     # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
-    # with that width's own split (twice the partitions, half as long): session 11's sweep, 4/16
-    # 1×32768 0.541 ms at 128 / P = 8 against 0.615 at 64 / P = 4, 1×16384 0.312 against 0.336;
-    # at 16/32 and 8/32 (P = 2 at 64) V-block 64 stays 4-10 % ahead. Fitted by :func:`fit_wide_block`.
-    wide_block_min_parts: int = 4
+    # with that width's own split (twice the partitions, half as long). Session 11 (exact starts)
+    # fitted 4: at 16/32 and 8/32 (P = 2 at 64) V-block 64 stayed 4-10 % ahead. With tail starts
+    # (session 19, ``h200-session19/cp/cp-tail``) phase 1 costs little and the longer walk of V-block
+    # 128 pays at P = 2 too: 16/32 1×32768 0.597 ms at 128 / P = 4 against 0.709 at 64 / P = 2,
+    # 8/32 0.573 against 0.691. Fitted jointly with the constants above by :func:`fit_all`.
+    wide_block_min_parts: int = 2
 
 
 DEFAULT_PARAMS = CPParams()
@@ -216,8 +224,12 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
         tail_ends=staged[6].view(len(bounds), -1) if len(staged) > 6 else None)
 
 
-def tail_starts_on() -> bool:
-    return os.environ.get(TAIL_ENV, "0") not in ("", "0")
+def tail_starts_for(unit_norm_keys: bool) -> bool:
+    """Whether a call's CP partitions may start from their tails (see "Tail starts"): where the keys
+    the walk sees are unit-norm (the op's l2norm, or the plan's ``unit_norm_keys``), since the bound
+    needs ‖k‖ = 1. ``QLA_CP_TAIL=0`` turns them off; ``=1`` turns them on for every call."""
+    env = os.environ.get(TAIL_ENV, "")
+    return bool(unit_norm_keys) if env == "" else env != "0"
 
 
 def tail_chunks(gcum: torch.Tensor, tables: CPTables, log_decay: float | None = None) -> torch.Tensor:
@@ -267,14 +279,16 @@ def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams)
 
 
 def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | None = None,
-            params: CPParams | None = None, force: int | None = None) -> CPTables | None:
+            params: CPParams | None = None, force: int | None = None, tail: bool | None = None) -> CPTables | None:
     """CP tables for this plan (None: no sequence is split), cached in ``plan.kernel_data``.
 
-    Host data only: ``plan.seqlens``, the head counts, the V-block and the SM count. A caller
+    Host data only: ``plan.seqlens``, the head counts, the V-block and the SM count. ``tail``: tables
+    for tail starts (default :func:`tail_starts_for` the plan's ``unit_norm_keys``). A caller
     (tests, the sweep) may put its own CPTables (or None) under the same key beforehand."""
     if force is None:
         force = _force_from_env()
-    tail = tail_starts_on()
+    if tail is None:
+        tail = tail_starts_for(getattr(plan, "unit_norm_keys", False))
     key = ("hopper-cp", num_v_heads, head_v_dim, block_v, force, tail)
     if key in plan.kernel_data:
         return plan.kernel_data[key]
@@ -384,14 +398,17 @@ def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, h
 
 
 def warmup_cp(variants, log=print) -> None:
-    """Compile the CP kernels (phases + combine) of these variants."""
+    """Compile the CP kernels (phases + combine) of these variants: the exact forms, and the
+    tail-start forms unless ``QLA_CP_TAIL=0`` (a variant does not say whether its calls' keys are
+    unit-norm: an engine's conv may have normalised them)."""
+    forms = (False, True) if tail_starts_for(True) else (False,)
     for var in variants:
-        tail = tail_starts_on()
-        phase_kernels(var, tail=tail)
-        if tail:
-            tail_scan_kernel(var.num_v_heads)
-        combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
-                       var.pool_dtype, var.state_layout, var.has_initial_state, read_tail=tail)
+        for tail in forms:
+            phase_kernels(var, tail=tail)
+            if tail:
+                tail_scan_kernel(var.num_v_heads)
+            combine_kernel(var.num_v_heads, var.head_k_dim, var.head_v_dim, min(COMBINE_BLOCK_V, var.head_v_dim),
+                           var.pool_dtype, var.state_layout, var.has_initial_state, read_tail=tail)
         if log is not None:
             log(f"qla-serve warmup: CP kernels {var}")
 
@@ -422,41 +439,48 @@ def rule_p_longest(seqlens: Sequence[int], HV: int, V: int, block_v: int, sms: i
     return parts[nch.index(max(nch))] if parts else 1
 
 
+_GRID = {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056], "min_chunks": [64, 32, 16, 8, 4, 2],
+         "max_parts": [32], "min_seq_chunks": [32, 64, 128]}
+
+
+def _grid(grid: dict[str, Sequence[int]] | None):
+    g = {**_GRID, **(grid or {})}
+    return itertools.product(g["target_ctas"], g["min_chunks"], g["max_parts"], g["min_seq_chunks"])
+
+
+def _score_params(tab: dict, meta: dict, sms: int, params: CPParams) -> dict:
+    """Geometric-mean and worst slowdown of the rule's P against the best measured P, per swept
+    (row, V-block). Rows whose rule P was not measured count the nearest measured P below it."""
+    logs, picks = [], {}
+    for key, times in tab.items():
+        r = meta[key]
+        HV = int(r["heads"].split("/")[1])
+        p = rule_p_longest(r["seqlens"], HV, 128, int(r.get("block_v") or 64), sms, params)
+        cand = [pp for pp in times if pp <= p] or [min(times)]
+        t = times[max(cand)]
+        logs.append(math.log(t / min(times.values())))
+        picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
+                                                   "slowdown": t / min(times.values())}
+    return {"geomean_slowdown": math.exp(sum(logs) / max(1, len(logs))),
+            "worst_slowdown": max((v["slowdown"] for v in picks.values()), default=1.0), "rows": picks}
+
+
 def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dict:
     """Pick CPParams minimising the geometric-mean slowdown of the rule's choice vs the best measured P
-    over every swept row. ``sweep``: the JSON written by ``kernels.py --cp-sweep``. Rows whose rule P
-    was not measured count the nearest measured P below it."""
+    over every swept row (each V-block on its own). ``sweep``: the JSON written by ``kernels.py
+    --cp-sweep``. Ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
+    partitions: rows too short to split were not swept, so split no finer than needed; then the
+    smallest min_seq_chunks, which leaves every longer sequence's pick as it was)."""
     sms = int(sweep.get("sms", 132))
-    rows = sweep["rows"]
-    tab = _sweep_table(rows)
-    meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in rows}
-    grid = {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056],
-            "min_chunks": [64, 32, 16, 8, 4, 2], "max_parts": [32], "min_seq_chunks": [32, 64, 128],
-            **(grid or {})}
+    tab = _sweep_table(sweep["rows"])
+    meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in sweep["rows"]}
     best = None
-    for tc, mc, mp, ms in itertools.product(grid["target_ctas"], grid["min_chunks"], grid["max_parts"],
-                                            grid["min_seq_chunks"]):
-        params = CPParams(tc, mc, mp, ms)
-        logs, picks = [], {}
-        for key, times in tab.items():
-            r = meta[key]
-            H, HV = (int(x) for x in r["heads"].split("/"))
-            p = rule_p_longest(r["seqlens"], HV, 128, int(r.get("block_v") or 64), sms, params)
-            cand = [pp for pp in times if pp <= p] or [min(times)]
-            t = times[max(cand)]
-            logs.append(math.log(t / min(times.values())))
-            picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
-                                                       "slowdown": t / min(times.values())}
-        score = math.exp(sum(logs) / max(1, len(logs)))
-        worst = max((v["slowdown"] for v in picks.values()), default=1.0)
-        # ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
-        # partitions: rows too short to split were not swept, so split no finer than needed; then
-        # the smallest min_seq_chunks, which leaves every longer sequence's pick as it was)
-        if (best is None or score < best["geomean_slowdown"] - 1e-9
-                or (score <= best["geomean_slowdown"] + 1e-9 and worst < best["worst_slowdown"] - 1e-9)):
-            best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp, "min_seq_chunks": ms},
-                    "geomean_slowdown": score, "worst_slowdown": worst,
-                    "rows": picks}
+    for tc, mc, mp, ms in _grid(grid):
+        got = _score_params(tab, meta, sms, CPParams(tc, mc, mp, ms))
+        if (best is None or got["geomean_slowdown"] < best["geomean_slowdown"] - 1e-9
+                or (got["geomean_slowdown"] <= best["geomean_slowdown"] + 1e-9
+                    and got["worst_slowdown"] < best["worst_slowdown"] - 1e-9)):
+            best = {"params": {"target_ctas": tc, "min_chunks": mc, "max_parts": mp, "min_seq_chunks": ms}, **got}
     return best
 
 
@@ -497,12 +521,30 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
     return best
 
 
-def fit_all(sweep: dict) -> dict:
-    """:func:`fit_params`, then :func:`fit_wide_block` with the constants it found: every CPParams field."""
-    res = fit_params(sweep)
-    wide = fit_wide_block(sweep, CPParams(**res["params"]))
-    res["params"]["wide_block_min_parts"] = (wide["wide_block_min_parts"] if wide is not None
-                                            else DEFAULT_PARAMS.wide_block_min_parts)
+def fit_all(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dict:
+    """Every CPParams field. With rows measured at both V-blocks, jointly: each grid point of
+    :func:`fit_params`' constants with each :func:`fit_wide_block` threshold, scored by what the plan
+    really picks (the width, then that width's P) against the best (V-block, P) of each row; ties go
+    to :func:`fit_params`' own score. Session 19's tail-start sweep is why: fitted one after the
+    other, the constants that suit each V-block alone (1.046) left the joint pick 1.070 off the
+    best, against 1.034 for session 11's constants with a lower widening threshold. Without such
+    rows: :func:`fit_params`, and the threshold stays the default's."""
+    sms = int(sweep.get("sms", 132))
+    tab = _sweep_table(sweep["rows"])
+    meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in sweep["rows"]}
+    best = None
+    for tc, mc, mp, ms in _grid(grid):
+        params = CPParams(tc, mc, mp, ms)
+        own = _score_params(tab, meta, sms, params)
+        wide = fit_wide_block(sweep, params)
+        key = (own["geomean_slowdown"] if wide is None else wide["geomean_slowdown"], own["geomean_slowdown"])
+        if best is None or key < best[0]:
+            best = (key, params, own, wide)
+    _, params, own, wide = best
+    res = {"params": {"target_ctas": params.target_ctas, "min_chunks": params.min_chunks,
+                      "max_parts": params.max_parts, "min_seq_chunks": params.min_seq_chunks,
+                      "wide_block_min_parts": (wide["wide_block_min_parts"] if wide is not None
+                                               else DEFAULT_PARAMS.wide_block_min_parts)}, **own}
     res["wide_block"] = wide
     return res
 
