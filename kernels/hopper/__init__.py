@@ -11,7 +11,7 @@ l2norm pass when the call asks for l2norm), and the gating kernel of ``qla_serve
                    read from and written to ``state_pool[state_indices[n]]`` in place
     cp.py, cp_combine.py   exact intra-card context parallelism for long sequences with few heads
                    (fused_fwd phases 1 and 3 around a combine kernel)
-    cp_tail.py     CP tail starts (opt-in): how many chunks each partition's phase 1 walks, one launch
+    cp_tail.py     CP tail starts (unit-norm keys): how many chunks each partition's phase 1 walks, one launch
 
 Entry points used by :mod:`qla_serve.dispatch`: :func:`why_not` and :func:`gdn_prefill_hopper`;
 :func:`gating_why_not` and :func:`gdn_gating_hopper`; :func:`conv_why_not` and :func:`gdn_conv_hopper`.

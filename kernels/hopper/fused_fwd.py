@@ -116,7 +116,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     model). ``phase``: 0 prefill, 1 CP partials, 3 CP output from start states (see module doc).
     ``block_v`` 64 or 128 (one or two consumer warpgroups); 32 raises ValueError in this version.
     ``persistent`` (phase 0 only): one CTA per SM walks a list of work items (see "Work items").
-    ``tail_start`` (phase 1 only; opt-in, not run on a GPU yet): the partials kernel takes
+    ``tail_start`` (phase 1 only; CP calls on unit-norm keys): the partials kernel takes
     ``tail [NSP, HV]`` int32 (:func:`cp.tail_chunks`): where it is w > 0, the partition's h walks only
     its last w chunks from S = 0 and its transition M is stored as 0 (both exact to fp32: see
     :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it."""
