@@ -93,7 +93,8 @@ def test_tables_balanced():
     ((2, 8), [1] * 256 + [4096], 128, False),    # the longest has 64 chunks: under min_seq_chunks
     ((16, 32), [8192] + [1] * 13, 64, True),     # one-token sequences (decodes) ride along: no say
     ((2, 8), [16384, 3, 1, 1] + [1] * 60, 128, True),
-    ((16, 32), [8192] * 2 + [65] * 40, 64, False),   # two-chunk sequences do count
+    ((16, 32), [8192, 4096] + [65] * 40, 64, False),  # half the longest's chunks counts: 128 CTAs
+    ((16, 32), [8192, 4032] + [65] * 40, 64, True),   # under half does not (it ends early)
     ((2, 8), [], 64, False),
 ])
 def test_rule(heads, seqlens, block_v, expect_cp):
@@ -106,10 +107,11 @@ def test_rule(heads, seqlens, block_v, expect_cp):
         assert P & (P - 1) == 0 and 1 <= P <= p.max_parts
         if P > 1:
             assert (n + C - 1) // C >= P * p.min_chunks
-    if parts:   # CP's CTAs stay near the target; one-chunk sequences neither count nor split
+    if parts:   # the long sequences' CTAs stay near the target; one-chunk sequences do not split
         nv = 128 // block_v
-        multi = [P for n, P in zip(seqlens, parts) if n > C]
-        assert sum(multi) * HV * nv <= max(p.target_ctas, len(multi) * HV * nv)
+        cmax = max((n + C - 1) // C for n in seqlens)
+        long = [P for n, P in zip(seqlens, parts) if n > C and 2 * ((n + C - 1) // C) >= cmax]
+        assert sum(long) * HV * nv <= max(p.target_ctas, len(long) * HV * nv)
         assert all(P == 1 for n, P in zip(seqlens, parts) if n <= C)
 
 
@@ -675,7 +677,10 @@ def test_choose_block_v(seqlens, hv, want):
     for n in seqlens:
         cu.append(cu[-1] + n)
     plan = plan_prefill(torch.tensor(cu, dtype=torch.int32), device="meta")
-    assert hopper.plan_hopper(plan, hv, 128)["block_v"] == want
+    # the plan's width is the walk rule's, widened where CP splits the row at 64 (1×32768 at 32 heads)
+    widened = cp.widen_block_v(seqlens, hv, 128, want, 132)
+    assert widened == (128 if (seqlens, hv) == ([32768], 32) else want)
+    assert hopper.plan_hopper(plan, hv, 128)["block_v"] == widened
 
 
 def test_walk_estimate_counts_waves_and_the_longest_cta():
@@ -735,18 +740,20 @@ def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
     assert cp.widen_block_v([32768], 16, 128, 64, 132, never) == 64
 
 
-def test_widen_block_v_judges_the_long_sequences_only():
-    """A sequence under half the longest's chunks does not hold the longest back from a fine split:
-    4/16 28672+4096 walks at 128 with four partitions (session 11's sweep: 0.576 ms, against 0.727
-    at 64 / P = 2); two long sequences both count (16384+16384 at 16/32 is not split at 64)."""
-    p = dataclasses.replace(cp.DEFAULT_PARAMS, wide_block_min_parts=4)      # session 11's threshold
-    assert cp.choose_parts([28672, 4096], 16, 128, 64, 132, p) == [2, 1]   # both counted: two ways
-    assert cp.widen_block_v([28672, 4096], 16, 128, 64, 132, p) == 128
-    assert cp.choose_parts([28672, 4096], 16, 128, 128, 132, p) == [4, 1]
-    assert cp.widen_block_v([16384, 16384], 16, 128, 64, 132, p) == 64      # comparable: both count
-    assert cp.widen_block_v([28672, 4096], 32, 128, 64, 132, p) == 64
-    assert cp.choose_parts([16384, 16384], 32, 128, 64, 132, cp.DEFAULT_PARAMS) == [1, 1]
-    assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, cp.DEFAULT_PARAMS) == 64
+def test_split_and_width_judge_the_long_sequences_only():
+    """A sequence under half the longest's chunks does not hold the longest back: 28672+4096 at
+    16/32 splits four ways at V-block 128 (session 19's tail sweep: 0.702 ms, against 0.788 for
+    the two ways that counting the 4096 sequence gave), 4/16 walks at 128 (session 11's sweep:
+    0.576 against 0.727 at 64 / P = 2); two long sequences both count."""
+    p = cp.DEFAULT_PARAMS
+    assert cp.choose_parts([28672, 4096], 32, 128, 64, 132, p) == [2, 1]
+    assert cp.widen_block_v([28672, 4096], 32, 128, 64, 132, p) == 128
+    assert cp.choose_parts([28672, 4096], 32, 128, 128, 132, p) == [4, 1]
+    assert cp.choose_parts([28672, 4096], 16, 128, 64, 132, p) == [4, 1]
+    assert cp.widen_block_v([28672, 4096], 16, 128, 64, 132, dataclasses.replace(p, wide_block_min_parts=4)) == 128
+    assert cp.choose_parts([16384, 16384], 32, 128, 64, 132, p) == [1, 1]   # comparable: both count
+    assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p) == 64
+    assert cp.choose_parts([16384, 16384], 16, 128, 64, 132, p) == [2, 2]
 
 
 def test_widen_block_v_leaves_forced_and_disabled_cp_alone(monkeypatch):

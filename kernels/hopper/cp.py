@@ -40,10 +40,10 @@ decays that far (g → 0) w = 0 and the exact walk runs. It needs g ≤ 0 and un
 the op or by the engine; the engines' GDN layers do both). FlashQLA's CP does the same with a
 threshold of 10 (e^{−10} ≈ 4.5e-5 relative), which is an approximation; here it is not, to fp32.
 
-Decision rule (:func:`choose_parts`): CP only where the batch's CTAs N·HV·(V/BV) leave the chip
-underused and the longest sequence has at least min_seq_chunks chunks; it gets
-P = pow2floor(min(max_parts, target_ctas / (N·HV·V/BV), chunks / min_chunks)) partitions, every
-other sequence a share proportional to its chunk count.
+Decision rule (:func:`choose_parts`): CP only where the CTAs N'·HV·(V/BV) of the batch's long
+sequences (N' of them: at least half the longest's chunks) leave the chip underused and the longest
+has at least min_seq_chunks chunks; it gets P = pow2floor(min(max_parts, target_ctas / (N'·HV·V/BV),
+chunks / min_chunks)) partitions, every other sequence a share proportional to its chunk count.
 The constants are measured: ``bench_serving/kernels.py --cp-sweep`` times P ∈ {1..32} per row and
 :func:`fit_all` picks the constants (and the V-block widening) that lose least against the best
 (V-block, P) of every row.
@@ -133,10 +133,14 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     if force is not None:
         return parts_for_longest(nch, int(force))
     N = len(nch)
-    # One-chunk sequences (an engine's decode requests riding in the call as one-token sequences)
-    # end in the walk's first round and leave their SMs to the long ones: they do not count.
-    ctas = sum(c > 1 for c in nch) * num_v_heads * max(1, head_v_dim // block_v)
     cmax = max(nch)
+    # Only sequences of at least half the longest's chunks count: shorter ones (an engine's decode
+    # requests riding in the call as one-token sequences, a short prompt beside a long one) end
+    # early and leave their SMs to the long one's partitions. Session 19's tail-start sweep:
+    # 16/32 28672+4096 0.702 ms with four partitions against 0.788 with the two that counting the
+    # 4096 sequence gave (8/32 0.679 against 0.768); at 4/16 and 2/8 it splits one step finer than
+    # their best (0.444 against 0.405, 0.267 against 0.255): 1.039 against 1.045 over the sweep.
+    ctas = sum(c > 1 and 2 * c >= cmax for c in nch) * num_v_heads * max(1, head_v_dim // block_v)
     target = params.target_ctas * sms / 132.0       # the constants are fitted on a 132-SM H200
     if ctas >= target or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
         return [1] * N
@@ -503,10 +507,10 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
         logs, picks = [], {}
         for (heads, mix), times in rows.items():
             seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
-            if max(choose_parts(seqlens, HV, 128, 64, sms, p)) <= 1:
-                continue            # not split at 64: the width stays the walk rule's
             bv = 128 if _split_finely_at_64(seqlens, HV, 128, sms, p) else 64
             rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
+            if bv == 64 and rule_p <= 1:
+                continue            # not split: the width stays the walk rule's
             cand = [pp for pp in times[bv] if pp <= rule_p] or [min(times[bv])]
             got = times[bv][max(cand)]
             floor = min(min(d.values()) for d in times.values())
