@@ -82,7 +82,7 @@ class CPParams:
     scored 1.0 % and 27 % at worst on the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best.
     Session 19 (tail starts, ``h200-session19/cp/cp-tail``, the same heads, rows 1×32768 … 1×4096,
     both V-blocks): :func:`fit_all` keeps these constants and lowers the widening to 2; the plan's
-    pick is 3.4 % slower than the best (V-block, P) per row, geometric mean, 27 % at worst (4/16
+    pick is 3.9 % slower than the best (V-block, P) per row, geometric mean, 27 % at worst (4/16
     1×16384, host-bound: 0.268 against 0.202 ms, GPU time 0.180 against 0.189)."""
 
     target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
