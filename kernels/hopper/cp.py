@@ -452,16 +452,21 @@ def _grid(grid: dict[str, Sequence[int]] | None):
     return itertools.product(g["target_ctas"], g["min_chunks"], g["max_parts"], g["min_seq_chunks"])
 
 
+def _measured_at(times: dict[int, float], p: int) -> float:
+    """The time measured at P = p, or at the nearest measured P below it (the smallest if none)."""
+    return times[max([pp for pp in times if pp <= p] or [min(times)])]
+
+
 def _score_params(tab: dict, meta: dict, sms: int, params: CPParams) -> dict:
     """Geometric-mean and worst slowdown of the rule's P against the best measured P, per swept
-    (row, V-block). Rows whose rule P was not measured count the nearest measured P below it."""
+    (row, V-block). Rows whose rule P was not measured count the nearest measured P below it
+    (:func:`_measured_at`)."""
     logs, picks = [], {}
     for key, times in tab.items():
         r = meta[key]
         HV = int(r["heads"].split("/")[1])
         p = rule_p_longest(r["seqlens"], HV, 128, int(r.get("block_v") or 64), sms, params)
-        cand = [pp for pp in times if pp <= p] or [min(times)]
-        t = times[max(cand)]
+        t = _measured_at(times, p)
         logs.append(math.log(t / min(times.values())))
         picks[f"{key[0]} {key[1]} bv{key[2]}"] = {"rule_p": p, "best_p": min(times, key=times.get),
                                                    "slowdown": t / min(times.values())}
@@ -512,8 +517,7 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
             rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
             if bv == 64 and rule_p <= 1:
                 continue            # not split: the width stays the walk rule's
-            cand = [pp for pp in times[bv] if pp <= rule_p] or [min(times[bv])]
-            got = times[bv][max(cand)]
+            got = _measured_at(times[bv], rule_p)
             floor = min(min(d.values()) for d in times.values())
             logs.append(math.log(got / floor))
             picks[f"{heads} {mix}"] = {"block_v": bv, "rule_p": rule_p, "slowdown": got / floor}
