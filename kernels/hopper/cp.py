@@ -292,7 +292,7 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
     if force is None:
         force = _force_from_env()
     if tail is None:
-        tail = tail_starts_for(getattr(plan, "unit_norm_keys", False))
+        tail = tail_starts_for(plan.unit_norm_keys)
     key = ("hopper-cp", num_v_heads, head_v_dim, block_v, force, tail)
     if key in plan.kernel_data:
         return plan.kernel_data[key]
