@@ -244,8 +244,8 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(kind, other, env,
     """A ``paired`` server is one qla server whose switch file sends a step to vLLM's path
     (``paired-triton``: vLLM's Triton kernels there): every request block must run with the file
     matching its side (ABBA: per request at concurrency 1, half-stream blocks above), each side
-    gets the workload's full count of its own prompts, and the report holds both sides as cells, in
-    the paired table and its plot."""
+    gets the workload's full count of its own prompts with the other side's lengths, and the report
+    holds both sides as cells, in the paired table and its plot."""
     pytest.importorskip("matplotlib")
     sys.path.insert(0, str(ROOT / "bench_serving"))
     import serve
@@ -295,6 +295,9 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(kind, other, env,
         qla = {p for s in sides if s[0] == "qla" for p in s[1]}
         auto = {p for s in sides if s[0] == other for p in s[1]}
         assert len(qla) == len(auto) == 8 and not qla & auto       # own prompts, full count each
+    # The same work on both sides: each block's twin (the next) has its prompt lengths in its order.
+    assert [[len(p) for p in s[1]] for s in c3[1::2]] == [[len(p) for p in s[1]] for s in c3[0::2]]
+    assert len({len(p) for s in c3 for p in s[1]}) > 1                      # a mixed draw of lengths
     assert not Path(server_env["QLA_VLLM_AB_SWITCH"]).exists()     # left on qla-serve's side
     report = json.loads((out / "results.json").read_text())
     assert set(report["cells"]) == {f"{kind}:qla", f"{kind}:{other}"}
