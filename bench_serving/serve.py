@@ -303,7 +303,8 @@ async def _one(session, url: str, model: str, ids: list[int], output_len: int) -
 
 def warm_up(srv, workloads, seed: int, vocab: int) -> None:
     """Before timing: every prompt length alone, then a rehearsal of each workload: fresh prompts
-    of its own kind and length mix, 2 × its concurrency of them (at least 2), at its concurrency
+    of its own kind and length mix, 2 × its concurrency of them (at least 2; a stream: at least a
+    timed block, half its requests), at its concurrency
     and its full output length (a prefix workload's rehearsal reuses a prefix cached just before,
     as in its timed window). Engines build kernels lazily per shape class (FlashInfer JITs its
     multi-sequence prefill, qla-serve loads its wide-V-block and CP kernels on the first batch
@@ -311,13 +312,19 @@ def warm_up(srv, workloads, seed: int, vocab: int) -> None:
     cache that the next server on the machine then finds warm); a workload must not pay that
     inside its timed window. With one short batch per workload (4 output tokens), session 16's
     first server had a ~1-s stall inside its mixed-c4 window (cause not found; a compile for a
-    batch size first seen there is the likeliest)."""
+    batch size first seen there is the likeliest). With 2 × concurrency requests, session 20's
+    paired servers still had whole concurrency groups stall ~0.8 s at once in a stream's first timed
+    block (3–9 requests at over twice the median TTFT there, 0–1 in later blocks; the gap fell
+    between two GDN layers, outside the GDN core), and the first block is always qla-serve's side in
+    a paired server: a stream now rehearses a whole block (half its requests)."""
     rng = random.Random(seed)
     tok = lambda n: [rng.randrange(3, vocab) for _ in range(n)]  # noqa: E731
     lens = sorted({L for w in workloads for L in ([w.max_len] if w.kind != "mixed" else w.prompt_lens)})
     asyncio.run(drive(srv.url, srv.served_name, [tok(L) for L in lens], 1, 4))
     for w in workloads:
         n = min(max(2 * w.concurrency, 2), w.num_requests)
+        if w.concurrency > 1:
+            n = max(n, w.num_requests // 2)
         if w.kind == "prefix":
             # As timed: a cached prefix (its own, fresh), then suffixes that reuse it, so the
             # prefill-from-a-restored-state shape is built here (FlashInfer JITs it: one 6.7 s step
@@ -667,25 +674,31 @@ def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict, float, list[f
 
 def paired_table(report: dict) -> str:
     """Paired servers: per workload, qla-serve's side against vLLM's path in the same server (the
-    TTFT p50 ratio with its bootstrap interval), each server and, with several, all pooled."""
+    TTFT and TPOT p50 ratios with their bootstrap intervals), each server and, with several, all
+    pooled."""
     med = lambda c, m: percentile(c["samples"][m], 50)  # noqa: E731
+    with_ci = lambda x, r: fmt(x, ".3f") + (f" [{r[0]:.3f}, {r[1]:.3f}]" if r else "")  # noqa: E731
     rows = []
     for wname, srv, q, a, ratio, r in paired_pairs(report):
         gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
+        tq, ta = q["samples"]["tpot_ms"], a["samples"]["tpot_ms"]
+        tpot_ratio = med(q, "tpot_ms") / med(a, "tpot_ms") if tq and ta and med(a, "tpot_ms") else None
         rows.append(f"| {wname} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
                     f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
-                    f"{fmt(ratio, '.3f')}"
-                    f"{f' [{r[0]:.3f}, {r[1]:.3f}]' if r else ''} | {fmt(med(q, 'tpot_ms'))} | "
-                    f"{fmt(med(a, 'tpot_ms'))} | {fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
+                    f"{with_ci(ratio, r)} | {fmt(med(q, 'tpot_ms'))} | {fmt(med(a, 'tpot_ms'))} | "
+                    f"{with_ci(tpot_ratio, ratio_ci(tq, ta)) if tpot_ratio else '-'} | "
+                    f"{fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
     if not rows:
         return ""
     return ("\n## Paired: qla-serve and vLLM's path in one server\n\nThe server's prefill steps alternate "
             "between the two paths (ABBA; per request at concurrency 1, half-stream blocks above); vLLM's side "
             "runs its default kernels in `paired` servers (as `auto`), its Triton kernels in `paired-triton` "
-            "ones (as `triton`). Each side gets its own fresh prompts; the ratio's interval is a 95 % bootstrap of the ratio of medians. "
+            "ones (as `triton`). Each side gets its own prompts, with the other side's lengths in the same order "
+            "(twin blocks); a ratio's interval is a 95 % bootstrap of the ratio of medians. "
             "Stream blocks drain between switches, so their figures are not those of one continuous stream.\n\n"
             "| workload | server | qla TTFT p50 [95 % CI] | vLLM path TTFT p50 [95 % CI] | ratio [95 % CI] | "
-            "qla TPOT p50 | vLLM path TPOT p50 | GDN ms/step qla / vLLM |\n|---|---|---|---|---|---|---|---|\n"
+            "qla TPOT p50 | vLLM path TPOT p50 | TPOT ratio [95 % CI] | GDN ms/step qla / vLLM |\n"
+            "|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
 
 

@@ -85,7 +85,8 @@ def test_paired_server_runs_each_side_on_its_own_path(tiny_model_dir, tmp_path):
 def test_warm_up_sends_each_batch_shape_and_a_prefix_hit_batch(monkeypatch):
     """The warm-up must build what the timed windows will hit: every length alone, then a rehearsal
     of each workload at its concurrency and full output length (2 × concurrency requests, at most
-    the workload's count), a prefix workload's rehearsal reusing a prefix cached just before."""
+    the workload's count; a stream at least a timed block, half its count), a prefix workload's
+    rehearsal reusing a prefix cached just before."""
     sys.path.insert(0, str(ROOT / "bench_serving"))
     import serve
 
@@ -97,13 +98,13 @@ def test_warm_up_sends_each_batch_shape_and_a_prefix_hit_batch(monkeypatch):
 
     monkeypatch.setattr(serve, "drive", fake_drive)
     srv = type("Srv", (), {"url": "http://127.0.0.1:1", "served_name": "m"})()
-    workloads = [serve.fixed(256, 5, 2), serve.mixed([32, 96], 3, 9, 6), serve.prefix(64, [16, 48], 2, 3, 7)]
+    workloads = [serve.fixed(256, 5, 2), serve.mixed([32, 96], 3, 20, 6), serve.prefix(64, [16, 48], 2, 3, 7)]
     serve.warm_up(srv, workloads, seed=1, vocab=100)
     lengths = sorted(len(p) for p in calls[0][0])
     assert lengths == [32, 96, 112, 256] and calls[0][1] == 1          # each prompt length alone
     fixed_batch, mixed_batch, cached, prefix_batch = calls[1:]
     assert fixed_batch[1:] == (1, 2) and [len(p) for p in fixed_batch[0]] == [256, 256]
-    assert mixed_batch[1:] == (3, 6) and len(mixed_batch[0]) == 6 and {len(p) for p in mixed_batch[0]} <= {32, 96}
+    assert mixed_batch[1:] == (3, 6) and len(mixed_batch[0]) == 10 and {len(p) for p in mixed_batch[0]} <= {32, 96}
     assert len(cached[0]) == 1 and len(cached[0][0]) == 64              # the prefix, cached first
     assert prefix_batch[1:] == (2, 7) and len(prefix_batch[0]) == 3     # capped at the workload's 3
     assert all(p[:64] == cached[0][0] and len(p) - 64 in (16, 48) for p in prefix_batch[0])
@@ -308,6 +309,9 @@ def test_paired_server_alternates_its_sides_by_the_switch_file(kind, other, env,
         assert report["cells"][f"{kind}:{side}"]["mixed-c3"]["ttft_ms"]["p50"] == pytest.approx(ttft)
     table = (out / "summary.md").read_text().split("## Paired: qla-serve and vLLM's path in one server")[1]
     assert f"| prompt-256-c1 | {kind} | 40.0 [40.0, 40.0] | 50.0 [50.0, 50.0] | 0.800 [0.800, 0.800] |" in table
+    # TPOT beside it, with its own ratio and interval (both sides decode at 70 ms / (output − 1) here)
+    row = next(r for r in table.splitlines() if r.startswith(f"| prompt-256-c1 | {kind} |"))
+    assert row.split(" | ")[7] == "1.000 [1.000, 1.000]"
     assert f"| mixed-c3 | {kind} | 41.5 [" in table and f"| {41.5 / 51.5:.3f} [" in table
     assert (out / "paired_ttft_ratio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
