@@ -682,11 +682,13 @@ def paired_table(report: dict) -> str:
     for wname, srv, q, a, ratio, r in paired_pairs(report):
         gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
         tq, ta = q["samples"]["tpot_ms"], a["samples"]["tpot_ms"]
-        tpot_ratio = med(q, "tpot_ms") / med(a, "tpot_ms") if tq and ta and med(a, "tpot_ms") else None
+        tpot = "-"
+        if tq and ta and med(a, "tpot_ms"):
+            tpot = with_ci(med(q, "tpot_ms") / med(a, "tpot_ms"), ratio_ci(tq, ta))
         rows.append(f"| {wname} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
                     f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
                     f"{with_ci(ratio, r)} | {fmt(med(q, 'tpot_ms'))} | {fmt(med(a, 'tpot_ms'))} | "
-                    f"{with_ci(tpot_ratio, ratio_ci(tq, ta)) if tpot_ratio else '-'} | "
+                    f"{tpot} | "
                     f"{fmt(gq, '.2f')} / {fmt(ga, '.2f')} |")
     if not rows:
         return ""
