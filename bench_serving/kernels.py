@@ -492,18 +492,28 @@ def prewarm_worker(H: int, HV: int, mixes: list[str]) -> None:
         torch.cuda.synchronize()
 
 
-def prewarm(heads, mixes, timeout_s=240.0) -> float:
+def prewarm(heads, mixes, timeout_s=240.0, jobs: int | None = None) -> float:
     """FlashQLA compiles each (H, HV, block_DV, CP) variant on first use (8-20 s each, one CPU core):
-    compile them in parallel processes before timing anything."""
-    import subprocess
+    compile them before timing anything, one worker process per (heads, length mix), at most
+    ``jobs`` at once (default half the cores: QLA's prebuild runs beside it). One process per head
+    config, as until session 20, compiled a config's variants one after another: 71-91 s per run of
+    one head config there. Two workers may compile the same variant; TileLang's disk cache takes
+    either."""
+    jobs = jobs or max(1, (os.cpu_count() or 2) // 2)
+    pending = [(H, HV, mix) for H, HV in heads for mix in mixes]
+    running: list = []
     t0 = time.time()
-    procs = [subprocess.Popen([sys.executable, __file__, "--prewarm-worker", f"{H},{HV}", "--mixes", ",".join(mixes)])
-             for H, HV in heads]
-    for p in procs:
-        try:
-            p.wait(timeout=max(1.0, timeout_s - (time.time() - t0)))
-        except subprocess.TimeoutExpired:
-            p.kill()
+    while pending or running:
+        while pending and len(running) < jobs:
+            H, HV, mix = pending.pop(0)
+            running.append(subprocess.Popen([sys.executable, __file__, "--prewarm-worker", f"{H},{HV}",
+                                             "--mixes", mix]))
+        if time.time() - t0 > timeout_s:
+            for proc in running:
+                proc.kill()
+            break
+        time.sleep(0.1)
+        running = [proc for proc in running if proc.poll() is None]
     return time.time() - t0
 
 

@@ -36,3 +36,43 @@ def test_targets_count_wall_and_gpu_ratios(tmp_path):
     kernels.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
     text = out.read_text()
     assert "| 16/32 | m | 0.500 |" in text and "QLA/FlashQLA GPU" in text and "0.909" in text
+
+
+def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypatch):
+    """FlashQLA's prewarm: every (heads, mix) pair gets its own worker, never more than ``jobs``
+    alive at once, and a worker still running at the deadline is killed."""
+    started, alive = [], []
+
+    class FakeProc:
+        def __init__(self, argv):
+            self.argv, self.polls, self.killed = argv, 0, False
+            started.append(self)
+            alive.append(self)
+            assert len([p for p in alive if p.polls < 2 and not p.killed]) <= 3
+
+        def poll(self):
+            self.polls += 1
+            if self.polls >= 2 and self in alive:
+                alive.remove(self)
+            return 0 if self.polls >= 2 else None
+
+        def kill(self):
+            self.killed = True
+
+    monkeypatch.setattr(kernels.subprocess, "Popen", FakeProc)
+    monkeypatch.setattr(kernels.time, "sleep", lambda s: None)
+    kernels.prewarm([(16, 32), (2, 8)], ["1x8192", "8192x4", "16x512"], jobs=3)
+    got = sorted((p.argv[p.argv.index("--prewarm-worker") + 1], p.argv[-1]) for p in started)
+    assert got == sorted((h, m) for h in ("16,32", "2,8") for m in ("1x8192", "8192x4", "16x512"))
+
+    class Stuck(FakeProc):
+        def poll(self):
+            return None
+
+    started.clear()
+    alive.clear()
+    clock = iter(range(0, 1000, 50))
+    monkeypatch.setattr(kernels.subprocess, "Popen", Stuck)
+    monkeypatch.setattr(kernels.time, "time", lambda: next(clock))
+    kernels.prewarm([(16, 32)], ["1x8192", "8192x4"], timeout_s=120, jobs=1)
+    assert len(started) == 1 and started[0].killed                   # the deadline: killed, none after
