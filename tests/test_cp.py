@@ -134,6 +134,9 @@ def test_rule_force_and_longest_gets_most():
     assert parts == [8, 4, 1]
     assert cp.choose_parts([32768], 8, 128, 64, force=1) == [1]
     assert cp.choose_parts([100], 8, 128, 64, force=32) == [2]      # capped by the chunk count
+    # A forced count that is no power of two reaches the longest as given (sweeps of balanced splits)
+    assert cp.choose_parts([28672, 4096], 32, 128, 128, force=7) == [7, 1]
+    assert cp.choose_parts([32768, 16384], 8, 128, 64, force=6) == [6, 2]
 
 
 def test_plan_cp_host_only(monkeypatch):

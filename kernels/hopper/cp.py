@@ -110,8 +110,10 @@ def _pow2floor(x: int) -> int:
 
 
 def parts_for_longest(nchunks: Sequence[int], p_longest: int) -> list[int]:
-    """Partitions per sequence when the longest gets ``p_longest``: the others get a power-of-two
-    share proportional to their chunk count (so partitions are about equally long); P ≤ chunks."""
+    """Partitions per sequence when the longest gets ``p_longest`` (any count: the rule passes powers
+    of two, a sweep may force others, e.g. 7 + 1 for 28672+4096, 256 equal items at 32 heads: two
+    full waves): the others get a power-of-two share proportional to their chunk count (so
+    partitions are about equally long); P ≤ chunks."""
     if not nchunks:
         return []
     cmax = max(nchunks)
@@ -120,7 +122,11 @@ def parts_for_longest(nchunks: Sequence[int], p_longest: int) -> list[int]:
     out = []
     for c in nchunks:
         share = (p_longest * c) // cmax
-        out.append(min(_pow2floor(share) if share >= 1 else 1, max(1, c)))
+        if c == cmax:
+            share = p_longest
+        elif share >= 1:
+            share = _pow2floor(share)
+        out.append(min(max(share, 1), max(1, c)))
     return out
 
 
