@@ -130,11 +130,19 @@ def make_inputs(seqlens, H, HV, seed=0):
 PACKED_L2NORM = os.environ.get("QLA_BENCH_INPUTS", "contiguous") == "packed-l2norm"
 
 
+def qla_plan(cu_cpu, device):
+    """A qla-serve plan for this bench's inputs: :func:`make_inputs` l2-normalises k, so the plan
+    declares unit-norm keys (CP may start partitions from their tails, as in the engines)."""
+    import qla_serve
+
+    return qla_serve.plan_prefill(cu_cpu, device=device, unit_norm_keys=True)
+
+
 def qla_fns(x):
     import qla_serve
 
     dev = torch.device("cuda", torch.cuda.current_device())
-    plan = qla_serve.plan_prefill(x["cu_cpu"], device=dev, unit_norm_keys=True)
+    plan = qla_plan(x["cu_cpu"], dev)
     out = torch.empty_like(x["v"])
     hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
     q, k, v = x["q"], x["k"], x["v"]
@@ -162,7 +170,7 @@ def qla_fns(x):
         chosen = plan.kernel_data.get(key)
         if chosen is None or any(k[0] == "hopper-cp" and v is not None for k, v in plan.kernel_data.items()):
             return {}
-        alt = qla_serve.plan_prefill(x["cu_cpu"], device=dev, unit_norm_keys=True)
+        alt = qla_plan(x["cu_cpu"], dev)
         alt.kernel_data[key] = {"block_v": chosen["block_v"], "persistent": not chosen["persistent"]}
         fn = lambda: call(alt)      # noqa: E731
         fn(); torch.cuda.synchronize()
@@ -174,7 +182,7 @@ def qla_fns(x):
     kernel.other_walk = other_walk
 
     def serving():
-        call(qla_serve.plan_prefill(x["cu_cpu"], device=dev, unit_norm_keys=True))     # host metadata → fresh tables
+        call(qla_plan(x["cu_cpu"], dev))     # host metadata → fresh tables
 
     def host_us(reps: int = 20) -> dict:
         """Host (CPU) microseconds per call, GPU work left queued: building a plan, a call with a
@@ -184,7 +192,7 @@ def qla_fns(x):
         torch.cuda.synchronize()
         for _ in range(reps):
             t0 = time.perf_counter()
-            p = qla_serve.plan_prefill(x["cu_cpu"], device=dev, unit_norm_keys=True)
+            p = qla_plan(x["cu_cpu"], dev)
             t1 = time.perf_counter()
             call(p)
             t2 = time.perf_counter()
@@ -313,8 +321,7 @@ def accuracy(backends=tuple(BACKENDS), seqlens=(512, 300, 77), H=2, HV=8, seed=3
             if name == "qla":
                 import qla_serve
                 out = torch.full_like(x["v"], float("nan"))
-                plan = qla_serve.plan_prefill(x["cu_cpu"], device=torch.device("cuda", torch.cuda.current_device()),
-                                              unit_norm_keys=True)
+                plan = qla_plan(x["cu_cpu"], torch.device("cuda", torch.cuda.current_device()))
                 qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
                                       state_indices=x["idx"], cu_seqlens=plan.cu_seqlens, plan=plan, out=out,
                                       has_initial_state=torch.ones(x["N"], dtype=torch.bool, device="cuda"))
@@ -408,7 +415,7 @@ def cp_sweep(args) -> None:
                             os.environ.pop(cp.FORCE_ENV, None)
                         else:
                             os.environ[cp.FORCE_ENV] = str(P)
-                        plan = qla_serve.plan_prefill(x["cu_cpu"], device=dev, unit_norm_keys=True)
+                        plan = qla_plan(x["cu_cpu"], dev)
                         if bv is not None:
                             plan.kernel_data[("hopper", HV, V)] = {"block_v": bv}
                         block_v = hopper.plan_hopper(plan, HV, V)["block_v"]
