@@ -6,7 +6,11 @@ dispatch, the Hopper path's own glue, and each kernel launch.
 Every figure is host microseconds per call (best of 7 repeats of N calls; the GPU queue is drained
 between repeats, never inside one). Parts:
   plan        plan_prefill from host cu_seqlens (tables + their host→device copies)
+  stage       of which the one staged host→device copy of the plan's tables (qla_serve.plan.stage_int32:
+              a pinned buffer on CUDA); a CP plan pays a second one for its own tables
   cp_tables   the CP partition tables for that plan (0 where the plan does not split)
+  prepare     the Hopper path's whole plan-only work on a fresh plan (variant choice + CP tables:
+              hopper.prepare_plan), what an engine's plan_prefill(num_v_heads=...) adds once per step
   api         gdn_prefill's validation and backend choice, the backend stubbed out
   glue        the Hopper path with every kernel stubbed (variant lookup, buffers, CP orchestration)
   call        a whole call on the cached plan, kernels launched
@@ -26,12 +30,13 @@ import torch
 
 import qla_serve
 from qla_serve import dispatch, plan_prefill
+from qla_serve.plan import stage_int32
 from qla_serve.kernels import hopper
 from qla_serve.kernels.hopper import cp
 
 K = V = 128
 SEQLENS = {"1x32768": [32768], "1x8192": [8192], "8192x4": [8192] * 4, "1024x8": [1024] * 8,
-           "16x512": [512] * 16, "256x1+4096": [1] * 256 + [4096]}
+           "16x512": [512] * 16, "256x1+4096": [1] * 256 + [4096], "28672+4096": [28672, 4096]}
 
 
 def best_us(fn, n: int, sync) -> float:
@@ -86,6 +91,11 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
     row["cp_tables"] = best_us(lambda: cp.plan_cp(plan_prefill(cu_cpu, device=dev), HV, V,
                                                   hopper.plan_hopper(plan, HV, V)["block_v"]), n, sync)
     row["cp_tables"] = round(row["cp_tables"] - row["plan"], 1)
+    row["prepare"] = round(best_us(lambda: hopper.prepare_plan(plan_prefill(cu_cpu, device=dev), HV, V), n, sync)
+                           - row["plan"], 1)
+    tables = [plan.cu_seqlens_cpu.numpy(), plan.chunk_offsets_cpu.numpy(), plan.chunk_bounds.cpu().numpy(),
+              plan.seq_order.cpu().numpy()]
+    row["stage"] = best_us(lambda: stage_int32(tables, dev), n, sync)
     saved = dispatch.BACKENDS
     dispatch.BACKENDS = [_StubBackend()]
     try:

@@ -17,7 +17,8 @@ def test_host_profile_cpu(tmp_path):
     assert rep["stubbed"] is True and rep["device"] == "cpu"
     long, short = rep["rows"]
     for row in rep["rows"]:
-        assert all(row[k] > 0 for k in ("plan", "api", "glue")) and "launches" not in row
+        assert all(row[k] > 0 for k in ("plan", "stage", "api", "glue")) and "launches" not in row
+        assert isinstance(row["prepare"], float)    # a difference of two timings: may round to ≤ 0
     # 2/8: one 8K sequence is split (V-block 128, P = 8: session 11's sweep measured 0.139 ms there
     # against 0.144 at 64 / P = 4, session 7's pick), 16×512 is not
     assert long["cp_parts"] == [8] and long["block_v"] == 128 and short["cp_parts"] is None
