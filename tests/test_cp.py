@@ -4,9 +4,12 @@ sm_90a compile of the combine kernel."""
 from __future__ import annotations
 
 import dataclasses
+import heapq
+import json
 import os
 import random
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -107,12 +110,18 @@ def test_rule(heads, seqlens, block_v, expect_cp):
         assert P & (P - 1) == 0 and 1 <= P <= p.max_parts
         if P > 1:
             assert (n + C - 1) // C >= P * p.min_chunks
-    if parts:   # the long sequences' CTAs stay near the target; one-chunk sequences do not split
+    if expect_cp:   # two partitions of each long sequence fit the target; one-chunk sequences do not split
         nv = 128 // block_v
-        cmax = max((n + C - 1) // C for n in seqlens)
-        long = [P for n, P in zip(seqlens, parts) if n > C and 2 * ((n + C - 1) // C) >= cmax]
-        assert sum(long) * HV * nv <= max(p.target_ctas, len(long) * HV * nv)
+        nch = [(n + C - 1) // C for n in seqlens]
+        cmax = max(nch)
+        assert 2 * sum(c > 1 and 2 * c >= cmax for c in nch) * HV * nv <= p.target_ctas
         assert all(P == 1 for n, P in zip(seqlens, parts) if n <= C)
+        # how finely: the cost model's choice among the candidate counts, for the sequences any splits
+        p_max = min(p.max_parts, cmax // p.min_chunks)
+        split = [c for c in nch if p_max * c >= 2 * cmax]
+        est = {P: cp.cp_estimate_us(split, cp.parts_for_longest(split, P), HV * nv, cp.CP_COST_US[block_v])
+               for P in cp.candidate_parts(split, HV * nv, p_max, 132, False)}
+        assert parts[nch.index(cmax)] == min(est, key=lambda P: (est[P], P))
 
 
 def test_min_seq_chunks_gates_cp():
@@ -505,6 +514,86 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail_mode,
 
 
 # ---------------------------------------------------------------------------------------------- fit
+
+
+SESSION19_SWEEP = Path(__file__).resolve().parents[1] / "bench_serving/results/h200-session19/cp/cp-tail/cp_sweep.json"
+
+
+def test_schedule_is_greedy_list_scheduling():
+    """schedule_us's buckets end where handing items one by one to the first free SM (a heap) ends."""
+    rng = random.Random(5)
+    for _ in range(300):
+        sms = rng.randint(1, 20)
+        groups = [(rng.randint(1, 40), rng.choice([1.0, 2.5, 7.0, 13.0, 20.0])) for _ in range(rng.randint(1, 7))]
+        free, end = [0.0] * sms, 0.0
+        for n, dur in groups:
+            for _ in range(n):
+                t = heapq.heappop(free) + dur
+                heapq.heappush(free, t)
+                end = max(end, t)
+        assert cp.schedule_us(groups, sms) == pytest.approx(end), (sms, groups)
+
+
+def test_walk_items_are_the_tables_partitions_in_grid_order():
+    for seqlens, parts in (([28672, 4096], [7, 1]), ([1000, 64, 8192], [3, 1, 5]), ([32768], [12]), ([1, 130], [1, 2])):
+        tab = cp.build_tables(seqlens, parts)
+        chunks = [(tab.cu_v[i + 1] - tab.cu_v[i] + C - 1) // C for i in range(tab.num_virtual)]
+        runs = cp.walk_items([(n + C - 1) // C for n in seqlens], parts)
+        assert [length for n, length in runs for _ in range(n)] == chunks
+
+
+def test_cost_model_is_fitted_on_session_19s_sweep_and_picks_its_best_counts():
+    """CP_COST_US is fit_cost's answer on the sweep it cites, and on every swept (row, V-block) that
+    the rule splits, the GPU time at the rule's P is within 1.5 % of the best P ≥ 2 measured there
+    (the rule before the model: 2/8 28672+4096 at 16 partitions, 5 % off; 4/16 at 8, 10 %)."""
+    sweep = json.loads(SESSION19_SWEEP.read_text())
+    fit = cp.fit_cost(sweep)
+    assert {bv: f["cost_us"] for bv, f in fit.items()} == cp.CP_COST_US
+    assert all(f["mean_rel_error"] < 0.05 and f["median_rel_error"] < 0.02 for f in fit.values()), fit
+    gpu: dict[tuple, dict[int, float]] = {}
+    for r in sweep["rows"]:
+        if r.get("gpu_ms") and r["forced"] != "rule":
+            gpu.setdefault((r["heads"], r["mix"], r["block_v"]), {})[r["p_longest"]] = r["gpu_ms"]
+    split = 0
+    for (heads, mix, bv), times in gpu.items():
+        seqlens = next(r["seqlens"] for r in sweep["rows"] if (r["heads"], r["mix"]) == (heads, mix))
+        p = cp.rule_p_longest(seqlens, int(heads.split("/")[1]), 128, bv, 132, cp.DEFAULT_PARAMS)
+        if p < 2:
+            continue
+        split += 1
+        assert times[p] <= 1.015 * min(t for P, t in times.items() if P >= 2), (heads, mix, bv, p, times)
+    assert split >= 30
+
+
+def test_any_count_fills_waves_with_equal_items():
+    """28672+4096 at V-block 128: P = 4 leaves the 4096 sequence's CTAs to start after the long ones;
+    7 + 1 (14 + 2 at 8 heads) makes items of one length that fill whole waves. Off by default until a
+    sweep measures such counts; a single sequence already fills its wave at a power of two."""
+    any_count = cp.CPParams(any_count=True)
+    assert cp.choose_parts([28672, 4096], 32, 128, 128, params=any_count) == [7, 1]   # 256 items: two waves
+    assert cp.choose_parts([28672, 4096], 16, 128, 128, params=any_count) == [7, 1]   # 128 items: one
+    assert cp.choose_parts([28672, 4096], 8, 128, 128, params=any_count) == [14, 2]
+    assert cp.choose_parts([28672, 4096], 32, 128, 128) == [4, 1]
+    assert cp.choose_parts([32768], 32, 128, 128, params=any_count) == [4]
+    assert cp.candidate_parts([448, 64], 32, 28, 132, False) == [2, 4, 8, 16]
+    # per wave count w the largest P whose CTAs fit w·132, the 4096 sequence's share counted: w = 4 takes
+    # 14 + 2 (512 CTAs), as 15 + 2 would need 544
+    assert cp.candidate_parts([448, 64], 32, 28, 132, True) == [2, 3, 4, 7, 8, 11, 14, 16, 18, 22, 26, 28]
+    # one-token decodes riding along walk as one item at every P: they do not change the pick
+    assert cp.choose_parts([28672, 4096] + [1] * 20, 16, 128, 128, params=any_count)[:2] == [7, 1]
+
+
+def test_compare_counts_needs_the_any_count_picks_measured():
+    rows = [{"heads": "16/32", "mix": "28672+4096", "seqlens": [28672, 4096], "block_v": 128, "p_longest": P,
+             "forced": P, "ms": ms} for P, ms in ((2, 0.78), (4, 0.69), (8, 0.71), (16, 0.70))]
+    got = cp.compare_counts({"sms": 132, "rows": rows})
+    assert got["any_count"] is False and got["unmeasured"] == ["16/32 28672+4096 bv128"]
+    rows.append({**rows[0], "p_longest": 7, "forced": 7, "ms": 0.60})
+    got = cp.compare_counts({"sms": 132, "rows": rows})
+    assert got["any_count"] is True and got["rows"]["16/32 28672+4096 bv128"] == {
+        "pow2_p": 4, "any_p": 7, "ratio": pytest.approx(0.60 / 0.69)}
+    rows[-1]["ms"] = 0.75                               # measured, and slower: powers of two stay
+    assert cp.compare_counts({"sms": 132, "rows": rows})["any_count"] is False
 
 
 def test_fit_params_recovers_a_known_rule():

@@ -40,16 +40,22 @@ decays that far (g → 0) w = 0 and the exact walk runs. It needs g ≤ 0 and un
 the op or by the engine; the engines' GDN layers do both). FlashQLA's CP does the same with a
 threshold of 10 (e^{−10} ≈ 4.5e-5 relative), which is an approximation; here it is not, to fp32.
 
-Decision rule (:func:`choose_parts`): CP only where the CTAs N'·HV·(V/BV) of the batch's long
-sequences (N' of them: at least half the longest's chunks) leave the chip underused and the longest
-has at least min_seq_chunks chunks; it gets P = pow2floor(min(max_parts, target_ctas / (N'·HV·V/BV),
-chunks / min_chunks)) partitions, every other sequence a share proportional to its chunk count.
-The constants are measured: ``bench_serving/kernels.py --cp-sweep`` times P ∈ {1..32} per row and
-:func:`fit_all` picks the constants (and the V-block widening) that lose least against the best
-(V-block, P) of every row.
+Decision rule (:func:`choose_parts`): CP only where two partitions of each of the batch's long
+sequences (N' of them: at least half the longest's chunks) fit target_ctas CTAs, 2·N'·HV·(V/BV) ≤
+target_ctas, and the longest has at least min_seq_chunks chunks. Then the longest gets the P in
+[2, min(max_parts, chunks / min_chunks)] (powers of two; with ``any_count`` also the counts that fill
+whole waves) whose phase 3 a cost model puts first (:func:`cp_estimate_us`: the walk's CTAs
+scheduled on the SMs in grid order, plus a cost per partition), every other sequence a share
+proportional to its chunk count. Everything is measured: ``bench_serving/kernels.py --cp-sweep``
+times P per row, :func:`fit_all` picks the constants (and the V-block widening) that lose least
+against the best (V-block, P) of every row, :func:`fit_cost` the model's, and
+:func:`compare_counts` whether counts other than powers of two win (``python -m
+qla_serve.kernels.hopper.cp fit SWEEP.json`` prints all three).
 """
 from __future__ import annotations
 
+import bisect
+import functools
 import itertools
 import json
 import math
@@ -83,9 +89,12 @@ class CPParams:
     Session 19 (tail starts, ``h200-session19/cp/cp-tail``, the same heads, rows 1×32768 … 1×4096,
     both V-blocks): :func:`fit_all` keeps these constants and lowers the widening to 2; the plan's
     pick is 3.9 % slower than the best (V-block, P) per row, geometric mean, 27 % at worst (4/16
-    1×16384, host-bound: 0.268 against 0.202 ms, GPU time 0.180 against 0.189)."""
+    1×16384, host-bound: 0.268 against 0.202 ms, GPU time 0.180 against 0.189). Since session 21 P
+    comes from the cost model (:data:`CP_COST_US`) and these constants only say where to split (and
+    how finely at most): :func:`fit_all` keeps them on the same sweep, and the plan's pick is 3.0 %
+    off the best (session 19's rule 3.9 %), 1.6 % on GPU-busy time (2.6 %)."""
 
-    target_ctas: int = 132       # aim for about this many CTAs in phase 3 (the walk runs 1 CTA per SM)
+    target_ctas: int = 132       # split only where two partitions of each long sequence fit this many CTAs
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks (32 in sessions 7-10)
     max_parts: int = 32          # at most this many partitions per sequence
     # No CP unless the longest sequence has this many chunks (8192 tokens; 32 before session 7): a
@@ -100,9 +109,111 @@ class CPParams:
     # 128 pays at P = 2 too: 16/32 1×32768 0.597 ms at 128 / P = 4 against 0.709 at 64 / P = 2,
     # 8/32 0.573 against 0.691. Fitted jointly with the constants above by :func:`fit_all`.
     wide_block_min_parts: int = 2
+    # The partition counts the rule weighs (:func:`candidate_parts`): powers of two only, or also the
+    # counts that fill whole waves of the SMs with equal items (7 + 1 for 28672+4096 at 16/32: 256
+    # items of 64 chunks, two full waves, where P = 4 leaves the 4096 sequence's CTAs to start after
+    # the long ones). The cost model predicts 0.59 against 0.69 ms there (session 19's sweep measured
+    # only powers of two): off until a sweep measures such counts (``kernels.py --cp-sweep --cp-parts
+    # 3,6,7,12,14``) and :func:`fit_all` finds they win.
+    any_count: bool = False
 
 
 DEFAULT_PARAMS = CPParams()
+
+
+# ----------------------------------------------------------------------------------------------
+# Cost model of the CP walk (phase 3), for the choice of P
+
+
+# Phase 3 runs one CTA per SM (180 KB of shared memory) and its grid is (V-block, head, virtual
+# sequence), x fastest: the hardware hands CTAs out in that order to the first SM free. An item (one
+# partition's walk at one V-block of one head) costs ``fixed + chunks × per_chunk`` µs; each partition
+# beyond a sequence's first adds ``per_part`` µs (its phase-1 tail walk, a combine step). Fitted by
+# :func:`fit_cost` on session 19's tail-start sweep (``bench_serving/results/h200-session19/cp/cp-tail``,
+# heads 2/8, 4/16, 8/32, 16/32; rows 1×4096 … 1×32768 and 28672+4096; P = 2 … 32, both V-blocks) with
+# one offset per row (kkt_solve and the rest, the same for every P): mean |error| 3.2 % (V-block 64)
+# and 4.0 % (128), median 0.8 and 1.4 %. Taken over the measured counts, its argmin is the measured
+# best P on 38 of the 40 (row, V-block) pairs, 1.5 % off at worst. (The walk's own fit, hopper's
+# WALK_COST_US, read the same sweep to a median 10 %: phase 3 walks shorter chunks of work.)
+CP_COST_US: dict[int, tuple[float, float, float]] = {64: (10.0, 1.8, 3.0), 128: (20.0, 2.2, 2.0)}
+
+
+def schedule_us(groups: Sequence[tuple[int, float]], sms: int) -> float:
+    """End of a greedy list schedule: ``groups`` of (count, µs) items in dispatch order, each item to
+    the SM that frees first, one at a time per SM. Exact (the same end as item by item on a heap) in
+    O(groups × distinct free times): SMs are kept as (free time, how many) buckets."""
+    times, counts = [0.0], [max(1, int(sms))]
+    end = 0.0
+    for n, dur in groups:
+        while n > 0:
+            t, k = times[0], counts[0]
+            use = min(k, n)
+            n -= use
+            if use == k:
+                del times[0], counts[0]
+            else:
+                counts[0] = k - use
+            e = t + dur
+            end = max(end, e)
+            i = bisect.bisect_left(times, e)
+            if i < len(times) and times[i] == e:
+                counts[i] += use
+            else:
+                times.insert(i, e)
+                counts.insert(i, use)
+    return end
+
+
+def walk_items(nchunks: Sequence[int], parts: Sequence[int]) -> list[tuple[int, int]]:
+    """Phase 3's items in grid order as (partitions, chunks each) runs: :func:`build_tables`' split
+    (sequence j's chunks as evenly as possible into parts[j], the longer pieces first)."""
+    runs: list[list[int]] = []
+    for c, P in zip(nchunks, parts):
+        P = max(1, min(int(P), max(1, c)))
+        base, extra = divmod(c, P)
+        for n, length in ((extra, base + 1), (P - extra, base)):
+            if n == 0:
+                continue
+            if runs and runs[-1][1] == length:
+                runs[-1][0] += n
+            else:
+                runs.append([n, length])
+    return [(n, length) for n, length in runs]
+
+
+def cp_estimate_us(nchunks: Sequence[int], parts: Sequence[int], ctas_per_part: int,
+                   cost: tuple[float, float, float], sms: int = 132) -> float:
+    """Phase 3's list schedule plus the partitions' own cost, in µs, for ``cost`` = (fixed, per_chunk,
+    per_part) (:data:`CP_COST_US` of the V-block), up to a per-batch offset: what the rule compares
+    between partition counts of one batch."""
+    extra = sum(max(1, min(int(P), max(1, c))) - 1 for c, P in zip(nchunks, parts))
+    return _estimate_us(walk_items(nchunks, parts), extra, ctas_per_part, cost, sms)
+
+
+def _estimate_us(items: Sequence[tuple[int, int]], extra_parts: int, ctas_per_part: int,
+                 cost: tuple[float, float, float], sms: int) -> float:
+    fixed, per_chunk, per_part = cost
+    return (schedule_us([(n * ctas_per_part, fixed + length * per_chunk) for n, length in items], sms)
+            + per_part * extra_parts)
+
+
+def candidate_parts(nchunks: Sequence[int], ctas_per_part: int, p_max: int, sms: int, any_count: bool) -> list[int]:
+    """The counts the rule weighs for the longest of ``nchunks`` (the sequences it schedules): powers
+    of two in [2, p_max]; with ``any_count`` also, per number of waves w (1–8), the largest P whose
+    partitions, the other sequences' shares (:func:`parts_for_longest`) included, fit w·sms CTAs:
+    the count that fills whole waves with items of about equal length."""
+    got = set()
+    p = 2
+    while p <= p_max:
+        got.add(p)
+        p *= 2
+    if any_count and p_max >= 2:
+        ctas = [sum(parts_for_longest(nchunks, P)) * ctas_per_part for P in range(p_max + 1)]
+        for waves in range(1, 9):
+            fits = [P for P in range(2, p_max + 1) if ctas[P] <= waves * sms]
+            if fits:
+                got.add(fits[-1])
+    return sorted(got)
 
 
 def _pow2floor(x: int) -> int:
@@ -148,10 +259,35 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     # their best (0.444 against 0.405, 0.267 against 0.255): 1.039 against 1.045 over the sweep.
     ctas = sum(c > 1 and 2 * c >= cmax for c in nch) * num_v_heads * max(1, head_v_dim // block_v)
     target = params.target_ctas * sms / 132.0       # the constants are fitted on a 132-SM H200
-    if ctas >= target or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
+    # Split only where two partitions of each long sequence fit the target (how finely: the model).
+    if 2 * ctas > target or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
         return [1] * N
-    p = min(params.max_parts, int(target // ctas), cmax // params.min_chunks)
-    return parts_for_longest(nch, _pow2floor(p) if p >= 2 else 1)
+    p_max = min(params.max_parts, cmax // params.min_chunks)
+    if p_max < 2:
+        return [1] * N
+    # P by the cost model (session 19's sweep: the rule's constants alone, target_ctas // CTAs rounded
+    # to a power of two, split 2/8 28672+4096 16 ways (0.256 ms) where 8 took 0.243, and 4/16 8 ways
+    # (0.432) where 4 took 0.392), over the sequences that some candidate splits: the others (one-token
+    # decodes, short prompts) walk as one item at every P.
+    split = tuple(c for c in nch if p_max * c >= 2 * cmax)
+    cost = CP_COST_US[block_v] if block_v in CP_COST_US else CP_COST_US[128]
+    P = _model_p(split, num_v_heads * max(1, head_v_dim // block_v), p_max, sms, params.any_count, cost)
+    return parts_for_longest(nch, P)
+
+
+@functools.lru_cache(maxsize=4096)
+def _model_p(split: tuple[int, ...], ctas_per_part: int, p_max: int, sms: int, any_count: bool,
+             cost: tuple[float, float, float]) -> int:
+    """The candidate P (:func:`candidate_parts`) with the lowest :func:`cp_estimate_us` for these
+    sequences; ties to the fewer partitions. Kept per argument set: a serving step's batches repeat
+    their long sequences' shapes (an 8192-token chunk of a long prompt), and the model costs 55–105 µs
+    a batch in Python (CPU machine) against 4 for a lookup."""
+    best = None
+    for P in candidate_parts(split, ctas_per_part, p_max, sms, any_count):
+        t = cp_estimate_us(split, parts_for_longest(split, P), ctas_per_part, cost, sms)
+        if best is None or t < best[0] - 1e-9:
+            best = (t, P)
+    return best[1]
 
 
 @dataclass(frozen=True)
@@ -388,12 +524,19 @@ def tail_scan(gcum: torch.Tensor, tables: CPTables) -> torch.Tensor:
     return tail
 
 
+_phase_kernels: dict[tuple, tuple[Any, Any]] = {}     # (variant, tail) → phase_kernels' answer
+
+
 def phase_kernels(var, tail: bool = False) -> tuple[Any, Any]:
     """The fused kernel's two CP phases for this variant: phase 1 (partials; ``tail``: its tail-start
-    form), phase 3 (from starts)."""
-    from . import fwd_kernel
+    form), phase 3 (from starts). Kept per (variant, tail): every CP call asks, and the two kernel
+    keys cost 12 µs of host time to build (CPU machine), a variant's hash 0.5."""
+    got = _phase_kernels.get((var, bool(tail)))
+    if got is None:
+        from . import fwd_kernel
 
-    return fwd_kernel(var, phase=1, tail_start=tail), fwd_kernel(var, phase=3)
+        got = _phase_kernels[(var, bool(tail))] = (fwd_kernel(var, phase=1, tail_start=tail), fwd_kernel(var, phase=3))
+    return got
 
 
 def run_cp_hopper(tables: CPTables, var, *, q, k, v, gcum, a, state_pool, idx, hinit, out, null_slot) -> None:
@@ -565,6 +708,73 @@ def fit_all(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dict:
     return res
 
 
+_COST_GRID = {"fixed": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0),
+              "per_chunk": tuple(round(1.2 + 0.1 * i, 1) for i in range(19)),
+              "per_part": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)}
+
+
+def fit_cost(sweep: dict, grid: dict[str, Sequence[float]] | None = None) -> dict:
+    """:data:`CP_COST_US` from a sweep: per V-block, the (fixed, per_chunk, per_part) of the grid whose
+    :func:`cp_estimate_us` plus one offset per row (the median residual over its P ≥ 2: what every P
+    of the row pays alike) is closest to the measured GPU-busy times (``gpu_ms``, else ``ms``), by mean
+    relative error over the rows' P ≥ 2. Only differences between the P of one row matter to the rule."""
+    g = {**_COST_GRID, **(grid or {})}
+    sms = int(sweep.get("sms", 132))
+    rows: dict[tuple, list[tuple[float, list[tuple[int, int]], int, int]]] = {}
+    for r in sweep["rows"]:
+        t = r.get("gpu_ms") or r.get("ms")
+        if not t or r.get("forced") == "rule" or max(r["parts"]) < 2:
+            continue
+        nch = [(n + CHUNK - 1) // CHUNK for n in r["seqlens"]]
+        ctas = int(r["heads"].split("/")[1]) * (128 // int(r["block_v"]))
+        extra = sum(max(1, min(P, max(1, c))) - 1 for c, P in zip(nch, r["parts"]))
+        rows.setdefault((r["heads"], r["mix"], int(r["block_v"])), []).append(
+            (t * 1e3, walk_items(nch, r["parts"]), ctas, extra))
+    out = {}
+    for bv in sorted({key[2] for key in rows}):
+        best = None
+        for fixed, per_chunk, per_part in itertools.product(g["fixed"], g["per_chunk"], g["per_part"]):
+            errs = []
+            for key, pts in rows.items():
+                if key[2] != bv:
+                    continue
+                est = [_estimate_us(items, extra, ctas, (fixed, per_chunk, per_part), sms)
+                       for _, items, ctas, extra in pts]
+                off = float(np.median([m - e for (m, *_), e in zip(pts, est)]))
+                errs += [abs(m - e - off) / m for (m, *_), e in zip(pts, est)]
+            score = sum(errs) / len(errs)
+            if best is None or score < best[0] - 1e-12:
+                best = (score, (fixed, per_chunk, per_part), float(np.median(errs)))
+        out[bv] = {"cost_us": best[1], "mean_rel_error": best[0], "median_rel_error": best[2]}
+    return out
+
+
+def compare_counts(sweep: dict, params: CPParams = DEFAULT_PARAMS) -> dict:
+    """Whether the rule should weigh any partition count (``any_count``) or powers of two only, from
+    a sweep's measured times (wall ``ms``, as :func:`fit_params` scores): per swept (row, V-block),
+    the time at each form's pick. A row whose any-count pick was not measured cannot be scored;
+    ``any_count`` is recommended only when every row is scored and the geometric mean of the
+    ratios any/pow2 is below 1."""
+    sms = int(sweep.get("sms", 132))
+    tab = _sweep_table(sweep["rows"])
+    meta = {(r["heads"], r["mix"], r.get("block_v")): r for r in sweep["rows"]}
+    rows, logs, unmeasured = {}, [], []
+    for key, times in tab.items():
+        r = meta[key]
+        HV, bv = int(r["heads"].split("/")[1]), int(r.get("block_v") or 64)
+        p2 = rule_p_longest(r["seqlens"], HV, 128, bv, sms, replace(params, any_count=False))
+        pa = rule_p_longest(r["seqlens"], HV, 128, bv, sms, replace(params, any_count=True))
+        name = f"{key[0]} {key[1]} bv{key[2]}"
+        if pa not in times or p2 not in times:
+            unmeasured.append(name)
+            continue
+        rows[name] = {"pow2_p": p2, "any_p": pa, "ratio": times[pa] / times[p2]}
+        logs.append(math.log(times[pa] / times[p2]))
+    geo = math.exp(sum(logs) / len(logs)) if logs else None
+    return {"any_count": bool(logs) and not unmeasured and geo < 1.0, "geomean_any_over_pow2": geo,
+            "unmeasured": unmeasured, "rows": rows}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m qla_serve.kernels.hopper.cp fit SWEEP.json [OUT.json]``: print the fitted constants."""
     import sys
@@ -582,6 +792,13 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}, "
           f"wide_block_min_parts={p['wide_block_min_parts']})   # geomean slowdown {res['geomean_slowdown']:.3f}"
           + ("" if wide is None else f"; joint V-block choice {wide['geomean_slowdown']:.3f}"))
+    cost = fit_cost(sweep)
+    counts = compare_counts(sweep, replace(DEFAULT_PARAMS, **{k: v for k, v in p.items()}))
+    res["cost"], res["counts"] = {str(bv): c for bv, c in cost.items()}, counts
+    print("CP_COST_US = {" + ", ".join(f"{bv}: {c['cost_us']}" for bv, c in cost.items()) + "}   # mean |error| "
+          + ", ".join(f"{c['mean_rel_error']:.3f} (V-block {bv})" for bv, c in cost.items()))
+    print(f"any_count = {counts['any_count']}   # any/pow2 geomean {counts['geomean_any_over_pow2']}; "
+          f"rows whose any-count pick was not measured: {counts['unmeasured'] or 'none'}")
     if len(argv) > 2:
         with open(argv[2], "w") as f:
             json.dump(res, f, indent=1)
