@@ -186,8 +186,12 @@ def cp_estimate_us(nchunks: Sequence[int], parts: Sequence[int], ctas_per_part: 
     """Phase 3's list schedule plus the partitions' own cost, in µs, for ``cost`` = (fixed, per_chunk,
     per_part) (:data:`CP_COST_US` of the V-block), up to a per-batch offset: what the rule compares
     between partition counts of one batch."""
-    extra = sum(max(1, min(int(P), max(1, c))) - 1 for c, P in zip(nchunks, parts))
-    return _estimate_us(walk_items(nchunks, parts), extra, ctas_per_part, cost, sms)
+    return _estimate_us(walk_items(nchunks, parts), _extra_parts(nchunks, parts), ctas_per_part, cost, sms)
+
+
+def _extra_parts(nchunks: Sequence[int], parts: Sequence[int]) -> int:
+    """Partitions beyond each sequence's first, as :func:`build_tables` caps them (1 ≤ P ≤ chunks)."""
+    return sum(max(1, min(int(P), max(1, c))) - 1 for c, P in zip(nchunks, parts))
 
 
 def _estimate_us(items: Sequence[tuple[int, int]], extra_parts: int, ctas_per_part: int,
@@ -727,9 +731,8 @@ def fit_cost(sweep: dict, grid: dict[str, Sequence[float]] | None = None) -> dic
             continue
         nch = [(n + CHUNK - 1) // CHUNK for n in r["seqlens"]]
         ctas = int(r["heads"].split("/")[1]) * (128 // int(r["block_v"]))
-        extra = sum(max(1, min(P, max(1, c))) - 1 for c, P in zip(nch, r["parts"]))
         rows.setdefault((r["heads"], r["mix"], int(r["block_v"])), []).append(
-            (t * 1e3, walk_items(nch, r["parts"]), ctas, extra))
+            (t * 1e3, walk_items(nch, r["parts"]), ctas, _extra_parts(nch, r["parts"])))
     out = {}
     for bv in sorted({key[2] for key in rows}):
         best = None
@@ -793,7 +796,7 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"wide_block_min_parts={p['wide_block_min_parts']})   # geomean slowdown {res['geomean_slowdown']:.3f}"
           + ("" if wide is None else f"; joint V-block choice {wide['geomean_slowdown']:.3f}"))
     cost = fit_cost(sweep)
-    counts = compare_counts(sweep, replace(DEFAULT_PARAMS, **{k: v for k, v in p.items()}))
+    counts = compare_counts(sweep, replace(DEFAULT_PARAMS, **p))
     res["cost"], res["counts"] = {str(bv): c for bv, c in cost.items()}, counts
     print("CP_COST_US = {" + ", ".join(f"{bv}: {c['cost_us']}" for bv, c in cost.items()) + "}   # mean |error| "
           + ", ".join(f"{c['mean_rel_error']:.3f} (V-block {bv})" for bv, c in cost.items()))
