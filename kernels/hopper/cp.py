@@ -721,7 +721,9 @@ def fit_cost(sweep: dict, grid: dict[str, Sequence[float]] | None = None) -> dic
     """:data:`CP_COST_US` from a sweep: per V-block, the (fixed, per_chunk, per_part) of the grid whose
     :func:`cp_estimate_us` plus one offset per row (the median residual over its P ≥ 2: what every P
     of the row pays alike) is closest to the measured GPU-busy times (``gpu_ms``, else ``ms``), by mean
-    relative error over the rows' P ≥ 2. Only differences between the P of one row matter to the rule."""
+    relative error over the rows' P ≥ 2, with each row's offset (``row_offsets_us``: what turns the
+    model's figure into a prediction of that row's time). Only differences between the P of one row
+    matter to the rule."""
     g = {**_COST_GRID, **(grid or {})}
     sms = int(sweep.get("sms", 132))
     rows: dict[tuple, list[tuple[float, list[tuple[int, int]], int, int]]] = {}
@@ -737,18 +739,19 @@ def fit_cost(sweep: dict, grid: dict[str, Sequence[float]] | None = None) -> dic
     for bv in sorted({key[2] for key in rows}):
         best = None
         for fixed, per_chunk, per_part in itertools.product(g["fixed"], g["per_chunk"], g["per_part"]):
-            errs = []
+            errs, offsets = [], {}
             for key, pts in rows.items():
                 if key[2] != bv:
                     continue
                 est = [_estimate_us(items, extra, ctas, (fixed, per_chunk, per_part), sms)
                        for _, items, ctas, extra in pts]
-                off = float(np.median([m - e for (m, *_), e in zip(pts, est)]))
+                off = offsets[f"{key[0]} {key[1]}"] = float(np.median([m - e for (m, *_), e in zip(pts, est)]))
                 errs += [abs(m - e - off) / m for (m, *_), e in zip(pts, est)]
             score = sum(errs) / len(errs)
             if best is None or score < best[0] - 1e-12:
-                best = (score, (fixed, per_chunk, per_part), float(np.median(errs)))
-        out[bv] = {"cost_us": best[1], "mean_rel_error": best[0], "median_rel_error": best[2]}
+                best = (score, (fixed, per_chunk, per_part), float(np.median(errs)), offsets)
+        out[bv] = {"cost_us": best[1], "mean_rel_error": best[0], "median_rel_error": best[2],
+                   "row_offsets_us": best[3]}
     return out
 
 
