@@ -377,7 +377,7 @@ def cp_sweep(args) -> None:
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     result = {"gpu": torch.cuda.get_device_name(), "sms": sms, "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
-              "default_params": vars(cp.DEFAULT_PARAMS) if hasattr(cp.DEFAULT_PARAMS, "__dict__") else None,
+              "default_params": vars(cp.default_params()),
               "env": {k: os.environ.get(k) for k in ("TILELANG_DEFAULT_TARGET", "TILELANG_CACHE_DIR")}}
     out_json = os.path.join(args.out, "cp_sweep.json")
 
@@ -570,7 +570,8 @@ def main() -> None:
             print(f"[bench] {b} not usable: {exc!r}"[:200])
     result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
-              "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "TILELANG_DEFAULT_TARGET",
+              "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "QLA_CP_TAIL",
+                                                     "QLA_CP_ANY_COUNT", "TILELANG_DEFAULT_TARGET",
                                                      "QLA_BENCH_INPUTS")}}
     qla_build = None
     if "qla" in usable and not args.no_prewarm:

@@ -583,6 +583,18 @@ def test_any_count_fills_waves_with_equal_items():
     assert cp.choose_parts([28672, 4096] + [1] * 20, 16, 128, 128, params=any_count)[:2] == [7, 1]
 
 
+def test_any_count_from_the_environment(monkeypatch):
+    """QLA_CP_ANY_COUNT turns the wave-filling counts on or off for calls that leave params out (the
+    plan's path), so a lease can time them in the call that measured them."""
+    monkeypatch.setenv(cp.COUNTS_ENV, "1")
+    assert cp.choose_parts([28672, 4096], 32, 128, 128) == [7, 1]
+    assert cp.choose_parts([28672, 4096], 32, 128, 128, params=cp.CPParams()) == [4, 1]   # given params win
+    monkeypatch.setenv(cp.COUNTS_ENV, "0")
+    assert cp.choose_parts([28672, 4096], 32, 128, 128) == [4, 1]
+    monkeypatch.delenv(cp.COUNTS_ENV)
+    assert cp.default_params() is cp.DEFAULT_PARAMS
+
+
 def test_compare_counts_needs_the_any_count_picks_measured():
     rows = [{"heads": "16/32", "mix": "28672+4096", "seqlens": [28672, 4096], "block_v": 128, "p_longest": P,
              "forced": P, "ms": ms} for P, ms in ((2, 0.78), (4, 0.69), (8, 0.71), (16, 0.70))]

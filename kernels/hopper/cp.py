@@ -72,6 +72,7 @@ CHUNK = 64
 FORCE_ENV = "QLA_CP_PARTS"       # sweep aid: force P for the longest sequence (1 = CP off)
 DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
 TAIL_ENV = "QLA_CP_TAIL"         # 0: never tail starts; 1: for every call (its caller vouches for unit-norm keys)
+COUNTS_ENV = "QLA_CP_ANY_COUNT"  # 0 / 1: the rule weighs powers of two only / any count (CPParams.any_count)
 TAIL_LOG_DECAY = 45.0            # a tail counts once it decays the state by e^-45 < 2^-64
 TAIL_MAX_CHUNKS = 256            # chunk ends examined per partition (none found there: exact walk)
 
@@ -119,6 +120,13 @@ class CPParams:
 
 
 DEFAULT_PARAMS = CPParams()
+
+
+def default_params() -> CPParams:
+    """DEFAULT_PARAMS with ``any_count`` from ``QLA_CP_ANY_COUNT`` where it is set: a lease can time
+    the rule's other candidate counts in the same call that measured them, before the default flips."""
+    env = os.environ.get(COUNTS_ENV, "")
+    return DEFAULT_PARAMS if env == "" else replace(DEFAULT_PARAMS, any_count=env != "0")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,13 +254,15 @@ def parts_for_longest(nchunks: Sequence[int], p_longest: int) -> list[int]:
 
 
 def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int,
-                 sms: int = 132, params: CPParams = DEFAULT_PARAMS, force: int | None = None) -> list[int]:
-    """P per sequence (1 = no CP) from host data only. ``force``: P for the longest sequence."""
+                 sms: int = 132, params: CPParams | None = None, force: int | None = None) -> list[int]:
+    """P per sequence (1 = no CP) from host data only. ``force``: P for the longest sequence;
+    ``params``: default :func:`default_params`."""
     nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
     if not nch:
         return []
     if force is not None:
         return parts_for_longest(nch, int(force))
+    params = params or default_params()
     N = len(nch)
     cmax = max(nch)
     # Only sequences of at least half the longest's chunks count: shorter ones (an engine's decode
@@ -407,13 +417,13 @@ def _force_from_env() -> int | None:
 
 
 def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int, sms: int = 132,
-                  params: CPParams = DEFAULT_PARAMS) -> int:
+                  params: CPParams | None = None) -> int:
     """The V-block a CP row walks at: 128 where the split at ``block_v`` = 64 would have at least
     ``params.wide_block_min_parts`` partitions (host data only), else ``block_v``. CP off → unchanged."""
     if (block_v != 64 or head_v_dim % 128 or os.environ.get(DISABLE_ENV, "1") == "0"
             or _force_from_env() is not None):
         return block_v
-    return 128 if _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params) else block_v
+    return 128 if _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params or default_params()) else block_v
 
 
 def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams) -> bool:
@@ -449,7 +459,7 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
             if plan.device.type == "cuda":
                 from . import _num_sms
                 sms = _num_sms(plan.device)
-        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or DEFAULT_PARAMS, force)
+        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or default_params(), force)
         if any(p > 1 for p in parts):
             got = build_tables(plan.seqlens, parts, plan.device, tail=tail)
     plan.kernel_data[key] = got
