@@ -43,8 +43,8 @@ threshold of 10 (e^{−10} ≈ 4.5e-5 relative), which is an approximation; here
 Decision rule (:func:`choose_parts`): CP only where two partitions of each of the batch's long
 sequences (N' of them: at least half the longest's chunks) fit target_ctas CTAs, 2·N'·HV·(V/BV) ≤
 target_ctas, and the longest has at least min_seq_chunks chunks. Then the longest gets the P in
-[2, min(max_parts, chunks / min_chunks)] (powers of two; with ``any_count`` also the counts that fill
-whole waves) whose phase 3 a cost model puts first (:func:`cp_estimate_us`: the walk's CTAs
+[2, min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
+session 22, the counts that fill whole waves) whose phase 3 a cost model puts first (:func:`cp_estimate_us`: the walk's CTAs
 scheduled on the SMs in grid order, plus a cost per partition), every other sequence a share
 proportional to its chunk count. Everything is measured: ``bench_serving/kernels.py --cp-sweep``
 times P per row, :func:`fit_all` picks the constants (and the V-block widening) that lose least
@@ -113,10 +113,12 @@ class CPParams:
     # The partition counts the rule weighs (:func:`candidate_parts`): powers of two only, or also the
     # counts that fill whole waves of the SMs with equal items (7 + 1 for 28672+4096 at 16/32: 256
     # items of 64 chunks, two full waves, where P = 4 leaves the 4096 sequence's CTAs to start after
-    # the long ones). The cost model predicts 0.59 against 0.69 ms there (session 19's sweep measured
-    # only powers of two): off until a sweep measures such counts (``kernels.py --cp-sweep --cp-parts
-    # 3,6,7,12,14``) and :func:`fit_all` finds they win.
-    any_count: bool = False
+    # the long ones). Session 22's sweep (``h200-session22/cp``, P = 3 … 16 on 28672+4096, V-block
+    # 128) measured the model's picks fastest of all counts: 7 + 1 at 16/32, 8/32, 4/16 0.600 / 0.577
+    # / 0.303 ms GPU, 14 + 2 at 2/8 0.185, against 0.689 / 0.667 / 0.392 / 0.244 at the powers of two
+    # (the model had predicted 0.592 / 0.565 / 0.287 / 0.186). Single sequences keep their powers of
+    # two (they fill waves already). ``QLA_CP_ANY_COUNT=0`` weighs powers of two only.
+    any_count: bool = True
 
 
 DEFAULT_PARAMS = CPParams()
