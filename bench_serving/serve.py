@@ -411,6 +411,18 @@ def prefix_counters(srv) -> dict | None:
         return None
 
 
+def keep_previous(path: Path) -> None:
+    """Move a trace that an earlier start of the same server tag wrote (a resumed run: another
+    device call) to ``<stem>.<k>.jsonl`` so the new start writes its own, and the earlier cells'
+    steps stay readable (session 22 lost a server's mixed-c4 steps to the next start's unlink)."""
+    if not path.exists():
+        return
+    k = 1
+    while (kept := path.with_name(f"{path.stem}.{k}{path.suffix}")).exists():
+        k += 1
+    path.rename(kept)
+
+
 def read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -973,8 +985,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             tag = f"{b}{'-prefix' if pc else ''}"
             trace, steps_path = out / TRACE_GLOB.format(tag), out / TRACE_GLOB.format(f"steps-{tag}")
-            trace.unlink(missing_ok=True)
-            steps_path.unlink(missing_ok=True)
+            keep_previous(trace)
+            keep_previous(steps_path)
             env = {"QLA_VLLM_STEP_TIMING": str(steps_path), **BACKEND_ENV.get(base_of(b), {})}
             switch = out / f"ab-switch-{tag}" if paired else None
             if switch is not None:

@@ -338,3 +338,21 @@ def test_paired_cells_group_by_server_and_the_ratio_interval_covers_the_truth():
         covered += lo <= 0.9 <= hi
     assert covered >= 50, covered
     assert serve.ratio_ci(a[:5], b) is None
+
+
+def test_a_restarted_server_keeps_the_earlier_starts_traces(tmp_path):
+    """A resumed run starts a server of the same tag again: its traces go to a new file and the
+    earlier start's steps are kept beside it, numbered."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    path = tmp_path / "trace-steps-paired-prefix.jsonl"
+    serve.keep_previous(path)                      # nothing there yet: nothing to keep
+    assert list(tmp_path.iterdir()) == []
+    path.write_text('{"step": 1}\n')
+    serve.keep_previous(path)
+    path.write_text('{"step": 2}\n')
+    serve.keep_previous(path)
+    assert not path.exists()
+    assert serve.read_jsonl(tmp_path / "trace-steps-paired-prefix.1.jsonl") == [{"step": 1}]
+    assert serve.read_jsonl(tmp_path / "trace-steps-paired-prefix.2.jsonl") == [{"step": 2}]
