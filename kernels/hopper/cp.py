@@ -44,9 +44,9 @@ Decision rule (:func:`choose_parts`): CP only where two partitions of each of th
 sequences (N' of them: at least half the longest's chunks) fit target_ctas CTAs, 2·N'·HV·(V/BV) ≤
 target_ctas, and the longest has at least min_seq_chunks chunks. Then the longest gets the P in
 [2, min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
-session 22, the counts that fill whole waves) whose phase 3 a cost model puts first (:func:`cp_estimate_us`: the walk's CTAs
-scheduled on the SMs in grid order, plus a cost per partition), every other sequence a share
-proportional to its chunk count. Everything is measured: ``bench_serving/kernels.py --cp-sweep``
+session 22, the counts that fill whole waves) whose phase 3 a cost model puts first
+(:func:`cp_estimate_us`: the walk's CTAs scheduled on the SMs in grid order, plus a cost per
+partition), every other sequence a share proportional to its chunk count. Everything is measured: ``bench_serving/kernels.py --cp-sweep``
 times P per row, :func:`fit_all` picks the constants (and the V-block widening) that lose least
 against the best (V-block, P) of every row, :func:`fit_cost` the model's, and
 :func:`compare_counts` whether counts other than powers of two win (``python -m
@@ -125,8 +125,9 @@ DEFAULT_PARAMS = CPParams()
 
 
 def default_params() -> CPParams:
-    """DEFAULT_PARAMS with ``any_count`` from ``QLA_CP_ANY_COUNT`` where it is set: a lease can time
-    the rule's other candidate counts in the same call that measured them, before the default flips."""
+    """DEFAULT_PARAMS with ``any_count`` from ``QLA_CP_ANY_COUNT`` where it is set (0 / 1): a lease
+    can time either form of the rule in one call (session 22 timed the wave-filling counts in the
+    call whose sweep measured them, before they became the default)."""
     env = os.environ.get(COUNTS_ENV, "")
     return DEFAULT_PARAMS if env == "" else replace(DEFAULT_PARAMS, any_count=env != "0")
 
