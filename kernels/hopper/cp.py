@@ -46,8 +46,8 @@ target_ctas, and the longest has at least min_seq_chunks chunks. Then the longes
 [2, min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
 session 22, the counts that fill whole waves) whose phase 3 a cost model puts first
 (:func:`cp_estimate_us`: the walk's CTAs scheduled on the SMs in grid order, plus a cost per
-partition), every other sequence a share proportional to its chunk count. Everything is measured: ``bench_serving/kernels.py --cp-sweep``
-times P per row, :func:`fit_all` picks the constants (and the V-block widening) that lose least
+partition), every other sequence a share proportional to its chunk count. Everything is measured:
+``bench_serving/kernels.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and the V-block widening) that lose least
 against the best (V-block, P) of every row, :func:`fit_cost` the model's, and
 :func:`compare_counts` whether counts other than powers of two win (``python -m
 qla_serve.kernels.hopper.cp fit SWEEP.json`` prints all three).
