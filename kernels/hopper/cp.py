@@ -42,14 +42,14 @@ threshold of 10 (e^{−10} ≈ 4.5e-5 relative), which is an approximation; here
 
 Decision rule (:func:`choose_parts`): CP only where two partitions of each of the batch's long
 sequences (N' of them: at least half the longest's chunks) fit target_ctas CTAs, 2·N'·HV·(V/BV) ≤
-target_ctas, and the longest has at least min_seq_chunks chunks. Then the longest gets the P in
-[2, min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
+target_ctas, and the longest has at least min_seq_chunks chunks. Then the longest gets the P in [2,
+min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
 session 22, the counts that fill whole waves) whose phase 3 a cost model puts first
 (:func:`cp_estimate_us`: the walk's CTAs scheduled on the SMs in grid order, plus a cost per
 partition), every other sequence a share proportional to its chunk count. Everything is measured:
-``bench_serving/kernels.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and the V-block widening) that lose least
-against the best (V-block, P) of every row, :func:`fit_cost` the model's, and
-:func:`compare_counts` whether counts other than powers of two win (``python -m
+``bench_serving/kernels.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and
+the V-block widening) that lose least against the best (V-block, P) of every row, :func:`fit_cost`
+the model's, and :func:`compare_counts` whether counts other than powers of two win (``python -m
 qla_serve.kernels.hopper.cp fit SWEEP.json`` prints all three).
 """
 from __future__ import annotations
