@@ -451,6 +451,10 @@ CP_CASES = [
                                                                         l2_in_kernel=True, packed=True), 4, 128, 1),
     ("cp-2/4-bf16-vk-noinit-P32", [6000, 700], 2, 4, dict(gmax=2.0, pool_dtype=torch.bfloat16, hinit_mode="none",
                                                           skip_every=0, strided_pool=False), 32, 128, None),
+    # Counts other than powers of two (the rule's wave-filling picks since session 22: 7 + 1,
+    # 14 + 2): uneven partitions of the longest, a power-of-two share for the other.
+    ("cp-2/8-bf16-vk-P7", [5000, 700], 2, 8, dict(gmax=3.0, pool_dtype=torch.bfloat16, skip_every=0), 7, 128, None),
+    ("cp-1/2-fp32-kv-P14", [7000, 1500, 1], 1, 2, dict(gmax=1.0, layout="kv", skip_every=0, packed=True), 14, 64, 0),
 ]
 
 
