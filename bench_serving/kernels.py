@@ -107,6 +107,15 @@ def gpu_ms(fn, reps: int = 10) -> float | None:
     return busy_us(spans) / reps / 1e3 if spans else None
 
 
+def rel_l2(a: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative L2 distance ‖a − ref‖ / ‖ref‖ (NaN where ``a`` has unwritten, NaN-poisoned rows)."""
+    return float((a.double() - ref.double()).norm() / ref.double().norm())
+
+
+def _g(x) -> str:
+    return "—" if x is None else f"{x:.2e}"
+
+
 def make_inputs(seqlens, H, HV, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     T, N = sum(seqlens), len(seqlens)
@@ -160,6 +169,7 @@ def qla_fns(x):
     def kernel():
         call(plan)
     kernel.plan = plan      # the plan's choices (V-block, CP partitions) go into the row
+    kernel.out = out
 
     def other_walk() -> dict:
         """Same-run A/B of the walk's two forms: this row again with the other one (persistent or
@@ -294,6 +304,28 @@ def flashinfer_fns(x):
 BACKENDS = {"qla": qla_fns, "fla": fla_fns, "flashqla": flashqla_fns, "flashinfer": flashinfer_fns}
 
 
+def agreement(x, qla_kernel) -> dict:
+    """QLA's output and final states (this row's plan: its V-block, its CP split) against FLA's on
+    the row's own inputs from the same initial states, relative L2: a timed row whose numbers
+    disagree with the anchor is not a result. x["pool"] is restored afterwards."""
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+
+    idx = x["idx"].long()
+    pool0 = x["pool"].clone()
+    q, k, v, g, b = (t.unsqueeze(0) for t in (x["q"], x["k"], x["v"], x["g"], x["beta"]))
+    o_fla, ht_fla = chunk_gated_delta_rule(q, k, v, g, b, initial_state=pool0[idx].clone(), output_final_state=True,
+                                           state_v_first=True, cu_seqlens=x["cu_cpu"].long().cuda())
+    qla_kernel.out.fill_(float("nan"))
+    qla_kernel()
+    got = {"qla_vs_fla_o": rel_l2(qla_kernel.out, o_fla.reshape(qla_kernel.out.shape)),
+           "qla_vs_fla_state": rel_l2(x["pool"][idx], ht_fla)}
+    x["pool"].copy_(pool0)
+    return got
+
+
+AGREE_TOL = 1e-2    # QLA vs FLA on a row's inputs: both ~3e-3 from the fp64 recurrence (accuracy block)
+
+
 # ---------------------------------------------------------------------------------------------- accuracy
 
 def accuracy(backends=tuple(BACKENDS), seqlens=(512, 300, 77), H=2, HV=8, seed=3) -> dict:
@@ -406,7 +438,19 @@ def cp_sweep(args) -> None:
                 pool0 = x["pool"].clone()
                 hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
                 for bv in bvs:
-                    ref_out = None
+                    # Every count's output and final states against this V-block's walk without CP
+                    # (untimed; the same inputs and initial states): a sweep times only correct splits.
+                    os.environ[cp.FORCE_ENV] = "1"
+                    ref_plan = qla_plan(x["cu_cpu"], dev)
+                    if bv is not None:
+                        ref_plan.kernel_data[("hopper", HV, V)] = {"block_v": bv}
+                    ref_out = torch.full_like(x["v"], float("nan"))
+                    x["pool"].copy_(pool0)
+                    qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
+                                          state_indices=x["idx"], cu_seqlens=ref_plan.cu_seqlens,
+                                          has_initial_state=hinit, plan=ref_plan, out=ref_out, null_slot=0)
+                    ref_out = ref_out.float()
+                    ref_state = x["pool"].float().clone()
                     for P in parts + ["rule"]:
                         if time.time() - t_start > args.budget_s:
                             print(f"[cp-sweep] budget reached, skipping {H}/{HV} {mix} bv={bv} P={P}")
@@ -423,7 +467,7 @@ def cp_sweep(args) -> None:
                         row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens, "block_v": block_v,
                                "forced": P, "parts": list(tab.parts) if tab else [1] * len(seqlens)}
                         row["p_longest"] = row["parts"][seqlens.index(max(seqlens))]
-                        out = torch.empty_like(x["v"])
+                        out = torch.full_like(x["v"], float("nan"))       # poisoned: unwritten rows show
 
                         def run(plan=plan, out=out):
                             qla_serve.gdn_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], state_pool=x["pool"],
@@ -433,10 +477,8 @@ def cp_sweep(args) -> None:
                             x["pool"].copy_(pool0)
                             run()
                             torch.cuda.synchronize()
-                            if ref_out is None and row["p_longest"] == 1:
-                                ref_out = out.float().clone()
-                            elif ref_out is not None:
-                                row["out_rel_diff_vs_p1"] = float((out.float() - ref_out).norm() / ref_out.norm())
+                            row["out_rel_diff_vs_p1"] = rel_l2(out, ref_out)
+                            row["state_rel_diff_vs_p1"] = rel_l2(x["pool"], ref_state)
                             row["ms"] = bench(run)
                             # GPU-busy time too: on a slow host the short rows are host-bound and
                             # do_bench reads the host (session 18: tail starts' torch ops, +0.4 ms)
@@ -449,7 +491,8 @@ def cp_sweep(args) -> None:
                         print(f"[cp-sweep] {H}/{HV} {mix} bv={block_v} P={P} parts={row['parts']}: "
                               f"{row['ms'] if row['ms'] is None else round(row['ms'], 4)} ms "
                               f"(GPU {row.get('gpu_ms') and round(row['gpu_ms'], 4)}) "
-                              f"diff={row.get('out_rel_diff_vs_p1')}", flush=True)
+                              f"diff o/state vs P=1 {_g(row.get('out_rel_diff_vs_p1'))}/"
+                              f"{_g(row.get('state_rel_diff_vs_p1'))}", flush=True)
                 del x
                 torch.cuda.empty_cache()
     finally:
@@ -640,6 +683,11 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001
                     row[f"{name}_error"] = repr(exc)[:200]
                     print(f"[bench] {name} {H}/{HV} {mix}: {exc!r}"[:300], flush=True)
+            if "qla" in usable and "fla" in usable and row.get("qla_ms") is not None:
+                try:
+                    row.update(agreement(x, usable["qla"](x)[0]))
+                except Exception as exc:  # noqa: BLE001
+                    row["qla_vs_fla_error"] = repr(exc)[:200]
             del x
             torch.cuda.empty_cache()
             fq, q = row.get("flashqla_ms"), row.get("qla_ms")
@@ -652,7 +700,9 @@ def main() -> None:
             dump()
             print(f"[bench] {H}/{HV} {mix}: " + " ".join(
                 f"{n}={row[f'{n}_ms']:.3f}/{row[f'{n}_serving_ms']:.3f}" for n in usable
-                if row.get(f"{n}_ms") is not None and row.get(f"{n}_serving_ms") is not None), flush=True)
+                if row.get(f"{n}_ms") is not None and row.get(f"{n}_serving_ms") is not None)
+                + (f" qla-vs-fla o/state {_g(row['qla_vs_fla_o'])}/{_g(row['qla_vs_fla_state'])}"
+                   if "qla_vs_fla_o" in row else ""), flush=True)
     result["wall_s"] = time.time() - t_start
     dump()
     write_markdown(result, os.path.join(args.out, "kernels.md"))
@@ -700,6 +750,25 @@ def _f(x):
     return "—" if x is None else f"{x:.3f}"
 
 
+def agreement_lines(rows) -> list[str]:
+    """The per-row QLA-vs-FLA check for the markdown: the worst row, and every row over AGREE_TOL."""
+    checked = [r for r in rows if r.get("qla_vs_fla_o") is not None]
+    if not checked:
+        return []
+    def err(r):       # NaN (an unwritten, poisoned output) counts as the worst
+        e = max(r["qla_vs_fla_o"], r["qla_vs_fla_state"])
+        return e if r["qla_vs_fla_o"] == r["qla_vs_fla_o"] and r["qla_vs_fla_state"] == r["qla_vs_fla_state"] \
+            else float("inf")
+    worst = max(checked, key=err)
+    bad = [r for r in checked if err(r) > AGREE_TOL]
+    out = ["", f"QLA vs FLA on every row's own inputs (relative L2, same initial states): {len(checked)} rows, "
+               f"worst {worst['heads']} {worst['mix']} o {_g(worst['qla_vs_fla_o'])} / state "
+               f"{_g(worst['qla_vs_fla_state'])}; over {AGREE_TOL:g}: {len(bad)}"]
+    out += [f"- DISAGREE {r['heads']} {r['mix']}: o {_g(r['qla_vs_fla_o'])}, state {_g(r['qla_vs_fla_state'])}"
+            for r in bad]
+    return out
+
+
 def write_markdown(result, path):
     lines = [f"GPU: {result['gpu']}  ", f"versions: {json.dumps(result['versions'])}  ",
              f"command: `{result['command']}`  ", "ms, do_bench median. kernel = cached metadata; serving = fresh "
@@ -728,6 +797,7 @@ def write_markdown(result, path):
             lines.append("| " + " | ".join([r["heads"], r["mix"], str(r.get("qla_block_v")), r["qla_walk"],
                                              _f(r["qla_ms"]), _f(g), r["qla_other_walk"], _f(r["qla_other_walk_ms"]),
                                              _f(og), _f(g / og if g and og else None)]) + " |")
+    lines += agreement_lines(result["rows"])
     acc = result.get("accuracy", {})
     lines += ["", "Accuracy vs fp64 token recurrence (H/HV 2/8, seqlens 512+300+77, gates U(−2, 0)):", ""]
     for n, a in acc.items():

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench_serving"))
@@ -76,3 +77,23 @@ def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypa
     monkeypatch.setattr(kernels.time, "time", lambda: next(clock))
     kernels.prewarm([(16, 32)], ["1x8192", "8192x4"], timeout_s=120, jobs=1)
     assert len(started) == 1 and started[0].killed                   # the deadline: killed, none after
+
+
+def test_rows_that_disagree_with_fla_are_named_in_the_markdown(tmp_path):
+    """The per-row QLA-vs-FLA check: the worst row is reported, a row over the tolerance (or NaN:
+    an unwritten, poisoned output) is named; rows without the check leave the section out."""
+    a = torch.ones(4, 8)
+    assert kernels.rel_l2(a, a) == 0.0
+    assert kernels.rel_l2(a * 1.01, a) == pytest.approx(0.01)
+    assert kernels.rel_l2(torch.full_like(a, float("nan")), a) != kernels.rel_l2(torch.full_like(a, float("nan")), a)
+    rows = [_row("2/8", [32768], 0.2, 0.3), _row("4/16", [28672, 4096], 0.3, 0.4), _row("8/32", [8192], 0.3, 0.4)]
+    assert kernels.agreement_lines(rows) == []
+    rows[0].update(qla_vs_fla_o=3e-3, qla_vs_fla_state=2e-3)
+    rows[1].update(qla_vs_fla_o=0.2, qla_vs_fla_state=4e-3)
+    rows[2].update(qla_vs_fla_o=float("nan"), qla_vs_fla_state=1e-3)
+    out = tmp_path / "k.md"
+    kernels.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
+    text = out.read_text()
+    assert "QLA vs FLA on every row's own inputs" in text and "over 0.01: 2" in text
+    assert "- DISAGREE 4/16 m: o 2.00e-01" in text and "- DISAGREE 8/32 m: o nan" in text
+    assert "DISAGREE 2/8" not in text and "worst 8/32 m" in text
