@@ -412,9 +412,10 @@ def prefix_counters(srv) -> dict | None:
 
 
 def keep_previous(path: Path) -> None:
-    """Move a trace that an earlier start of the same server tag wrote (a resumed run: another
+    """Move a trace that an earlier start of the same server tag wrote in a resumed run (another
     device call) to ``<stem>.<k>.jsonl`` so the new start writes its own, and the earlier cells'
-    steps stay readable (session 22 lost a server's mixed-c4 steps to the next start's unlink)."""
+    steps stay readable (session 22 lost a server's mixed-c4 steps to the next start's unlink).
+    A ``--fresh`` run deletes them instead: they belong to discarded results."""
     if not path.exists():
         return
     k = 1
@@ -961,6 +962,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {out / 'results.json'} was made with another configuration:\n  {report.get('config')}\n"
               f"  now {config}\nrerun with --fresh (discards it) or another --out", file=sys.stderr)
         return 2
+    resuming = report is not None       # an earlier start's traces belong to its cells: keep them
     if report is None:
         report = {"config": config, "cells": {}, "workloads": [],
                   "host": {"node": platform.node(), "cpu_count": os.cpu_count(), "gpu": None if cpu else gpu_name()},
@@ -985,8 +987,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             tag = f"{b}{'-prefix' if pc else ''}"
             trace, steps_path = out / TRACE_GLOB.format(tag), out / TRACE_GLOB.format(f"steps-{tag}")
-            keep_previous(trace)
-            keep_previous(steps_path)
+            for path in (trace, steps_path):
+                if resuming:
+                    keep_previous(path)
+                else:
+                    path.unlink(missing_ok=True)
             env = {"QLA_VLLM_STEP_TIMING": str(steps_path), **BACKEND_ENV.get(base_of(b), {})}
             switch = out / f"ab-switch-{tag}" if paired else None
             if switch is not None:
