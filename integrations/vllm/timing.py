@@ -91,8 +91,10 @@ class StepTimer:
         cur = self.cur
         events = None
         self._pieces = {}
-        c0 = time.thread_time()
+        # The wall interval encloses the CPU one (read in nested order), so cpu_ms ≤ host_ms holds
+        # whatever the clock reads cost (a VM's thread_time can take tens of µs).
         t0 = self._lap_t = time.perf_counter()
+        c0 = time.thread_time()
         try:
             if args and args[0].is_cuda:
                 events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -103,8 +105,8 @@ class StepTimer:
                 fn(*args)
         finally:
             self._lap_t = None
-        host_ms = (time.perf_counter() - t0) * 1e3
         cpu_ms = (time.thread_time() - c0) * 1e3
+        host_ms = (time.perf_counter() - t0) * 1e3
         part: Any = events if events is not None else host_ms   # CPU: the core's time is the host's
         if cur is None:
             return
