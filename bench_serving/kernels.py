@@ -342,9 +342,6 @@ def accuracy(backends=tuple(BACKENDS), seqlens=(512, 300, 77), H=2, HV=8, seed=3
                                     scale=K ** -0.5, device=x["v"].device)
     s_ref = s_ref.transpose(-1, -2)                               # back to the pool's rows
 
-    def rel(a, b):
-        return float((a.double() - b).norm() / b.norm())
-
     res = {}
     pool0 = x["pool"].clone()
     for name in backends:
@@ -376,7 +373,7 @@ def accuracy(backends=tuple(BACKENDS), seqlens=(512, 300, 77), H=2, HV=8, seed=3
                     out, ht = fi(x["q"], x["k"], x["v"], g=torch.exp(x["g"]), beta=x["beta"], initial_state=h0,
                                  output_final_state=True, cu_seqlens=cu_d)
                 out = out.reshape(o_ref.shape)
-            res[name] = {"o_err": rel(out, o_ref), "state_err": rel(ht, s_ref)}
+            res[name] = {"o_err": rel_l2(out, o_ref), "state_err": rel_l2(ht, s_ref)}
         except Exception as exc:  # noqa: BLE001
             res[name] = {"error": repr(exc)[:200]}
     return res

@@ -462,7 +462,7 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
             if plan.device.type == "cuda":
                 from . import _num_sms
                 sms = _num_sms(plan.device)
-        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or default_params(), force)
+        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params, force)
         if any(p > 1 for p in parts):
             got = build_tables(plan.seqlens, parts, plan.device, tail=tail)
     plan.kernel_data[key] = got
