@@ -562,6 +562,10 @@ def markdown(report: dict) -> str:
                    for b in report["cells"])
     noise = noise_floor(report)
     failed = sum(s["failed"] for _, _, s in cells(report))
+    merged = "".join(f"\n- {m['results']}" + (" (servers renamed: " + ", ".join(f"{a} → {b}" for a, b in m["renamed"].items())
+                                                + ")" if m["renamed"] else "") for m in report.get("merged_from", []))
+    if merged:
+        merged = "\nMerged (`serve.py --merge`) from these runs' results.json:" + merged + "\n"
     return f"""# Serving latency, preset `{cfg['preset']}` ({report['updated']})
 
 Model `{cfg['model']}`; vllm serve `{' '.join(cfg['common_args'])}`; prefix caching
@@ -569,7 +573,7 @@ Model `{cfg['model']}`; vllm serve `{' '.join(cfg['common_args'])}`; prefix cach
 {report['host']['cpu_count']} CPUs{', ' + report['host']['gpu'] if report['host'].get('gpu') else ''};
 load average per cell in results.json (on a shared host other processes skew these figures).
 Failed requests: {failed}.
-
+{merged}
 Backends:
 {bk}
 
@@ -652,36 +656,70 @@ def pooled(report: dict) -> str:
             "qla TTFT p50 / best baseline's |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
-def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) -> list[float] | None:
-    """95 % percentile-bootstrap interval of median(a) / median(b), the two resampled
-    independently (deterministic: a fixed seed). None below 6 samples on either side."""
+def blocks_of(xs: list[float], size: int, breaks: tuple[int, ...] = ()) -> list[list[float]]:
+    """``xs`` cut into runs of ``size`` consecutive samples (the last run of a segment may be
+    shorter); ``breaks``: indices where another server's samples start, which no run crosses."""
+    out = []
+    for lo, hi in zip((0, *breaks), (*breaks, len(xs))):
+        out += [xs[i:min(i + size, hi)] for i in range(lo, hi, size)]
+    return out
+
+
+def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0, block: int = 1,
+             paired: bool = False, breaks: tuple[int, ...] = ()) -> list[float] | None:
+    """95 % percentile-bootstrap interval of median(a) / median(b) (deterministic: a fixed seed).
+
+    The samples are drawn in blocks of ``block`` consecutive requests (in the order they were sent):
+    a closed-loop stream at concurrency c runs its requests in waves of about c that start together
+    and share every decode step, so their TPOTs (and TTFTs) move together; resampling single requests
+    treats them as independent and gives intervals too narrow by about √c (session 23: mixed-c4's
+    TPOT interval against vLLM's default widened from [1.001, 1.056] to [0.986, 1.081]).
+    ``paired``: a and b are twins (request i of each has the same prompt length; ``paired_blocks``)
+    and every draw takes the same blocks from both. ``breaks``: where another server's samples start
+    (pooled cells). None below 6 samples or 2 blocks on either side."""
     if len(a) < 6 or len(b) < 6:
         return None
+    ba, bb = blocks_of(a, block, breaks), blocks_of(b, block, breaks)
+    if len(ba) < 2 or len(bb) < 2:
+        return None
+    paired = paired and [len(x) for x in ba] == [len(x) for x in bb]
     rng = random.Random(seed)
-    ratios = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
-                    for _ in range(reps))
+    ratios = []
+    for _ in range(reps):
+        pick = [rng.randrange(len(ba)) for _ in ba]
+        xa = [x for i in pick for x in ba[i]]
+        xb = [x for i in (pick if paired else (rng.randrange(len(bb)) for _ in bb)) for x in bb[i]]
+        ratios.append(statistics.median(xa) / statistics.median(xb))
+    ratios.sort()
     return [ratios[int(0.025 * reps)], ratios[int(0.975 * reps) - 1]]
 
 
-def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict, float, list[float] | None]]:
+def paired_pairs(report: dict) -> list[tuple[str, str, dict, dict, float, list[float] | None, dict]]:
     """(workload, server, qla-serve side's cell, vLLM side's cell, TTFT p50 ratio, its bootstrap
-    interval) of every paired server that holds per-request samples, and per workload and paired
-    backend with several such servers an ``all N <backend>`` entry whose cells hold every request
-    of them (samples only)."""
+    interval, the interval's resampling: ``ratio_ci``'s block/paired/breaks) of every paired server
+    that holds per-request samples, and per workload and paired backend with several such servers an
+    ``all N <backend>`` entry whose cells hold every request of them (samples only). Blocks are the
+    workload's concurrency (its waves); the two sides of a server are twins (``paired_blocks``)."""
     out = []
     for w in report["workloads"]:
+        block = max(1, int(w.get("concurrency", 1)))
         for kind, other in PAIRED.items():
             servers = sorted({c.partition(":")[0] for c in report["cells"] if base_of(c) == f"{kind}:qla"})
             pairs = [(srv, report["cells"].get(f"{srv}:qla", {}).get(w["name"]),
                       report["cells"].get(f"{srv}:{other}", {}).get(w["name"])) for srv in servers]
-            pairs = [p for p in pairs if p[1] and p[2] and p[1].get("samples") and p[2].get("samples")]
+            pairs = [(*p, ()) for p in pairs if p[1] and p[2] and p[1].get("samples") and p[2].get("samples")]
             if len(pairs) > 1:
                 pool = lambda k, m: [x for p in pairs for x in p[k]["samples"][m]]  # noqa: E731
+                # Where each server's samples start in the pooled list (the sides' counts agree per
+                # server when they are twins; the qla side's decide).
+                sizes = [len(p[1]["samples"]["ttft_ms"]) for p in pairs]
+                breaks = tuple(sum(sizes[:i]) for i in range(1, len(sizes)))
                 pairs.append((f"all {len(pairs)} {kind}", *({"samples": {m: pool(k, m) for m in ("ttft_ms", "tpot_ms")}}
-                                                            for k in (1, 2))))
-            for srv, q, a in pairs:
+                                                            for k in (1, 2)), breaks))
+            for srv, q, a, breaks in pairs:
                 qs, as_ = q["samples"]["ttft_ms"], a["samples"]["ttft_ms"]
-                out.append((w["name"], srv, q, a, percentile(qs, 50) / percentile(as_, 50), ratio_ci(qs, as_)))
+                how = {"block": block, "paired": True, "breaks": breaks}
+                out.append((w["name"], srv, q, a, percentile(qs, 50) / percentile(as_, 50), ratio_ci(qs, as_, **how), how))
     return out
 
 
@@ -692,12 +730,12 @@ def paired_table(report: dict) -> str:
     med = lambda c, m: percentile(c["samples"][m], 50)  # noqa: E731
     with_ci = lambda x, r: fmt(x, ".3f") + (f" [{r[0]:.3f}, {r[1]:.3f}]" if r else "")  # noqa: E731
     rows = []
-    for wname, srv, q, a, ratio, r in paired_pairs(report):
+    for wname, srv, q, a, ratio, r, how in paired_pairs(report):
         gq, ga = ((c.get("gdn") or {}).get("gdn_ms_per_step") for c in (q, a))
         tq, ta = q["samples"]["tpot_ms"], a["samples"]["tpot_ms"]
         tpot = "-"
         if tq and ta and med(a, "tpot_ms"):
-            tpot = with_ci(med(q, "tpot_ms") / med(a, "tpot_ms"), ratio_ci(tq, ta))
+            tpot = with_ci(med(q, "tpot_ms") / med(a, "tpot_ms"), ratio_ci(tq, ta, **how))
         rows.append(f"| {wname} | {srv} | {fmt(med(q, 'ttft_ms'))}{interval(median_ci(q['samples']['ttft_ms']))} | "
                     f"{fmt(med(a, 'ttft_ms'))}{interval(median_ci(a['samples']['ttft_ms']))} | "
                     f"{with_ci(ratio, r)} | {fmt(med(q, 'tpot_ms'))} | {fmt(med(a, 'tpot_ms'))} | "
@@ -709,7 +747,9 @@ def paired_table(report: dict) -> str:
             "between the two paths (ABBA; per request at concurrency 1, half-stream blocks above); vLLM's side "
             "runs its default kernels in `paired` servers (as `auto`), its Triton kernels in `paired-triton` "
             "ones (as `triton`). Each side gets its own prompts, with the other side's lengths in the same order "
-            "(twin blocks); a ratio's interval is a 95 % bootstrap of the ratio of medians. "
+            "(twin blocks); a ratio's interval is a 95 % bootstrap of the ratio of medians that draws the same "
+            "runs of as many consecutive requests as the workload's concurrency from both sides (a stream's waves "
+            "share their decode steps: single requests are not independent). "
             "Stream blocks drain between switches, so their figures are not those of one continuous stream.\n\n"
             "| workload | server | qla TTFT p50 [95 % CI] | vLLM path TTFT p50 [95 % CI] | ratio [95 % CI] | "
             "qla TPOT p50 | vLLM path TPOT p50 | TPOT ratio [95 % CI] | GDN ms/step qla / vLLM |\n"
@@ -820,7 +860,7 @@ def plots(report: dict, out: Path) -> list[Path]:
         servers = list(dict.fromkeys(series(p[1]) for p in pairs))
         fig, ax = plt.subplots(figsize=(10, 4.2))
         for i, srv in enumerate(servers):
-            pts = [(names.index(wn), r, ci_) for wn, sv, _, _, r, ci_ in pairs if series(sv) == srv]
+            pts = [(names.index(wn), r, ci_) for wn, sv, _, _, r, ci_, _ in pairs if series(sv) == srv]
             xs, ys, lo, hi = [], [], [], []
             for j, r, ci_ in pts:
                 ci_ = ci_ or [r, r]
@@ -856,6 +896,39 @@ def write_report(report: dict, out: Path, with_plots: bool = True) -> list[Path]
     (out / "results.json").write_text(json.dumps(report, indent=1))
     (out / "summary.md").write_text(markdown(report))
     return plots(report, out) if with_plots else []
+
+
+def merge_reports(reports: list[dict], sources: list[str]) -> dict:
+    """One report from several runs of the same preset and model (e.g. servers started in different
+    sessions), so their servers pool. A server whose label is taken already becomes the backend's
+    next free ``NAME@K`` (both sides of a paired server together). Workloads must agree."""
+    first = reports[0]
+    out = {k: v for k, v in first.items() if k != "cells"} | {"cells": {}, "merged_from": []}
+    for rep, src in zip(reports, sources):
+        if rep["config"].get("model") != first["config"].get("model"):
+            raise ValueError(f"--merge: {src} is model {rep['config'].get('model')!r}, "
+                             f"{sources[0]} {first['config'].get('model')!r}")
+        if rep["workloads"] != first["workloads"]:
+            mine = {w["name"]: w for w in rep["workloads"]}
+            for w in first["workloads"]:
+                if w["name"] in mine and mine[w["name"]] != w:
+                    raise ValueError(f"--merge: workload {w['name']} differs between {sources[0]} and {src}")
+            out["workloads"] += [w for w in rep["workloads"] if w["name"] not in {x["name"] for x in out["workloads"]}]
+        renamed = {}
+        for server in dict.fromkeys(c.partition(":")[0] for c in rep["cells"]):
+            name, k = server.split("@", 1)[0], 1
+            label = server
+            while any(c.partition(":")[0] == label for c in out["cells"]):
+                k += 1
+                label = f"{name}@{k}"
+            for cell in cell_labels(server):
+                if cell in rep["cells"]:
+                    new = cell_labels(label)[cell_labels(server).index(cell)]
+                    out["cells"][new] = rep["cells"][cell]
+            if label != server:
+                renamed[server] = label
+        out["merged_from"].append({"results": src, "renamed": renamed})
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -898,11 +971,22 @@ def parse_args(argv):
                     help="one server per backend, prefix caching on for every workload (halves server starts)")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="RESULTS_JSON",
+                    help="write one report (--out) from several runs' results.json (servers pool) and exit")
     return ap, ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap, args = parse_args(argv)
+    if args.merge:
+        if args.out is None:
+            ap.error("--merge needs --out")
+        args.out.mkdir(parents=True, exist_ok=True)
+        report = merge_reports([json.loads(f.read_text()) for f in args.merge], [str(f) for f in args.merge])
+        for f in write_report(report, args.out, with_plots=not args.no_plots):
+            print(f)
+        print(args.out / "summary.md")
+        return 0
     P = PRESETS[args.preset]
     cpu = args.preset.startswith("cpu")
     workloads = [Workload(**asdict(w)) for w in P["workloads"]]

@@ -340,6 +340,65 @@ def test_paired_cells_group_by_server_and_the_ratio_interval_covers_the_truth():
     assert serve.ratio_ci(a[:5], b) is None
 
 
+def test_the_ratio_interval_resamples_a_streams_waves_together():
+    """Requests of one wave share their decode steps: the interval resamples runs of `block`
+    consecutive requests, the same runs on both twin sides, and no run crosses a server."""
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import random
+
+    import serve
+
+    assert serve.blocks_of(list(range(10)), 4) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert serve.blocks_of(list(range(10)), 4, breaks=(6,)) == [[0, 1, 2, 3], [4, 5], [6, 7, 8, 9]]
+    # 32 waves of 4 identical TPOTs (as on the H200): per-request resampling sees 128 independent
+    # samples and gives a narrower interval than the 32 waves support.
+    rng = random.Random(3)
+    waves = lambda mu: [x for _ in range(32) for x in [rng.gauss(mu, 0.3)] * 4]  # noqa: E731
+    a, b = waves(2.4), waves(2.4)
+    lo1, hi1 = serve.ratio_ci(a, b, reps=400)
+    lo4, hi4 = serve.ratio_ci(a, b, reps=400, block=4)
+    assert hi4 - lo4 > 1.3 * (hi1 - lo1)
+    # Twins: a wave's level shared by both sides cancels in the paired draw, not in the unpaired one.
+    level = [rng.gauss(0, 1.0) for _ in range(32)]
+    a = [3 + level[i // 4] + rng.gauss(0, 0.05) for i in range(128)]
+    b = [3.3 + level[i // 4] + rng.gauss(0, 0.05) for i in range(128)]
+    lo_p, hi_p = serve.ratio_ci(a, b, reps=400, block=4, paired=True)
+    lo_u, hi_u = serve.ratio_ci(a, b, reps=400, block=4)
+    assert hi_p < 1.0 and hi_p - lo_p < hi_u - lo_u
+    assert serve.ratio_ci(a[:8], b[:8], block=8) is None          # one run: nothing to resample
+
+
+def test_merged_runs_pool_their_servers_under_free_labels(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench_serving"))
+    import serve
+
+    w = [{"name": "mixed-c4", "kind": "mixed", "concurrency": 4, "num_requests": 8, "output_len": 4,
+          "prompt_lens": [16], "prefix_len": 0, "prefix_caching": False}]
+    cell = lambda base: serve.summarize([serve.RequestResult(16, 4, base + i, base + i + 6.0, [2.0] * 3)  # noqa: E731
+                                         for i in range(8)])
+    cfg = {"preset": "h200", "model": "m", "common_args": []}
+    run = lambda q, a: {"config": cfg, "workloads": w, "host": {"node": "n", "cpu_count": 2}, "started": "t",  # noqa: E731
+                        "cells": {"paired:qla": {"mixed-c4": cell(q)}, "paired:auto": {"mixed-c4": cell(a)}}}
+    files = []
+    for i, (q, a) in enumerate(((40.0, 50.0), (60.0, 70.0))):
+        files.append(tmp_path / f"r{i}.json")
+        files[-1].write_text(json.dumps(run(q, a)))
+    out = tmp_path / "merged"
+    assert serve.main(["--merge", *map(str, files), "--out", str(out), "--no-plots"]) == 0
+    report = json.loads((out / "results.json").read_text())
+    assert set(report["cells"]) == {"paired:qla", "paired:auto", "paired@2:qla", "paired@2:auto"}
+    assert report["cells"]["paired@2:auto"]["mixed-c4"]["ttft_ms"]["p50"] == 73.5
+    assert report["merged_from"][1]["renamed"] == {"paired": "paired@2"}
+    summary = (out / "summary.md").read_text()
+    assert "| mixed-c4 | all 2 paired |" in summary and f"{files[1]} (servers renamed: paired → paired@2)" in summary
+    other = run(1.0, 2.0) | {"config": cfg | {"model": "other"}}
+    with pytest.raises(ValueError, match="model"):
+        serve.merge_reports([run(1.0, 2.0), other], ["a", "b"])
+    changed = run(1.0, 2.0) | {"workloads": [w[0] | {"concurrency": 16}]}
+    with pytest.raises(ValueError, match="mixed-c4 differs"):
+        serve.merge_reports([run(1.0, 2.0), changed], ["a", "b"])
+
+
 def test_a_restarted_server_keeps_the_earlier_starts_traces(tmp_path):
     """A resumed run starts a server of the same tag again: its traces go to a new file and the
     earlier start's steps are kept beside it, numbered."""
