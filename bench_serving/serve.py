@@ -673,10 +673,12 @@ def ratio_ci(a: list[float], b: list[float], reps: int = 2000, seed: int = 0, bl
     a closed-loop stream at concurrency c runs its requests in waves of about c that start together
     and share every decode step, so their TPOTs (and TTFTs) move together; resampling single requests
     treats them as independent and gives intervals too narrow by about √c (session 23: mixed-c4's
-    TPOT interval against vLLM's default widened from [1.001, 1.056] to [0.986, 1.081]).
+    TPOT interval against vLLM's default widened from [1.001, 1.056] to [0.987, 1.078]).
     ``paired``: a and b are twins (request i of each has the same prompt length; ``paired_blocks``)
     and every draw takes the same blocks from both. ``breaks``: where another server's samples start
-    (pooled cells). None below 6 samples or 2 blocks on either side."""
+    (pooled cells). Requests that failed are not in the samples, so where a side lost some its
+    blocks no longer line up with its twin's: the draw is then unpaired (block lengths differ).
+    None below 6 samples or 2 blocks on either side."""
     if len(a) < 6 or len(b) < 6:
         return None
     ba, bb = blocks_of(a, block, breaks), blocks_of(b, block, breaks)
@@ -903,7 +905,8 @@ def merge_reports(reports: list[dict], sources: list[str]) -> dict:
     sessions), so their servers pool. A server whose label is taken already becomes the backend's
     next free ``NAME@K`` (both sides of a paired server together). Workloads must agree."""
     first = reports[0]
-    out = {k: v for k, v in first.items() if k != "cells"} | {"cells": {}, "merged_from": []}
+    out = {k: v for k, v in first.items() if k != "cells"} | {"cells": {}, "merged_from": [],
+                                                              "workloads": list(first["workloads"])}
     for rep, src in zip(reports, sources):
         if rep["config"].get("model") != first["config"].get("model"):
             raise ValueError(f"--merge: {src} is model {rep['config'].get('model')!r}, "
