@@ -565,7 +565,8 @@ def markdown(report: dict) -> str:
     merged = "".join(f"\n- {m['results']}" + (" (servers renamed: " + ", ".join(f"{a} → {b}" for a, b in m["renamed"].items())
                                                 + ")" if m["renamed"] else "") for m in report.get("merged_from", []))
     if merged:
-        merged = "\nMerged (`serve.py --merge`) from these runs' results.json:" + merged + "\n"
+        merged = ("\nMerged (`serve.py --merge`) from these runs' results.json (the host and settings above are "
+                  "the first run's):" + merged + "\n")
     return f"""# Serving latency, preset `{cfg['preset']}` ({report['updated']})
 
 Model `{cfg['model']}`; vllm serve `{' '.join(cfg['common_args'])}`; prefix caching
