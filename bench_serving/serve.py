@@ -912,12 +912,12 @@ def merge_reports(reports: list[dict], sources: list[str]) -> dict:
         if rep["config"].get("model") != first["config"].get("model"):
             raise ValueError(f"--merge: {src} is model {rep['config'].get('model')!r}, "
                              f"{sources[0]} {first['config'].get('model')!r}")
-        if rep["workloads"] != first["workloads"]:
-            mine = {w["name"]: w for w in rep["workloads"]}
-            for w in first["workloads"]:
-                if w["name"] in mine and mine[w["name"]] != w:
-                    raise ValueError(f"--merge: workload {w['name']} differs between {sources[0]} and {src}")
-            out["workloads"] += [w for w in rep["workloads"] if w["name"] not in {x["name"] for x in out["workloads"]}]
+        known = {w["name"]: w for w in out["workloads"]}
+        for w in rep["workloads"]:
+            if w["name"] not in known:
+                out["workloads"].append(w)
+            elif known[w["name"]] != w:
+                raise ValueError(f"--merge: workload {w['name']} differs between {src} and the runs before it")
         renamed = {}
         for server in dict.fromkeys(c.partition(":")[0] for c in rep["cells"]):
             name, k = server.split("@", 1)[0], 1
@@ -925,9 +925,8 @@ def merge_reports(reports: list[dict], sources: list[str]) -> dict:
             while any(c.partition(":")[0] == label for c in out["cells"]):
                 k += 1
                 label = f"{name}@{k}"
-            for cell in cell_labels(server):
+            for cell, new in zip(cell_labels(server), cell_labels(label)):
                 if cell in rep["cells"]:
-                    new = cell_labels(label)[cell_labels(server).index(cell)]
                     out["cells"][new] = rep["cells"][cell]
             if label != server:
                 renamed[server] = label
