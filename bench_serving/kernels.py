@@ -611,7 +611,7 @@ def main() -> None:
     result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
               "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "QLA_CP_TAIL",
-                                                     "QLA_CP_ANY_COUNT", "QLA_FOLD_KKT", "TILELANG_DEFAULT_TARGET",
+                                                     "QLA_CP_ANY_COUNT", "TILELANG_DEFAULT_TARGET",
                                                      "QLA_BENCH_INPUTS")}}
     qla_build = None
     if "qla" in usable and not args.no_prewarm:

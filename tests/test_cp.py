@@ -475,7 +475,7 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail_mode,
         return run
     monkeypatch.setattr(cp, "tail_scan_kernel", tail_scan_kernel)
 
-    def no_fwd(var, phase=0, persistent=None, **kw):
+    def no_fwd(var, phase=0, persistent=None):
         def run(*a):
             raise AssertionError("the non-CP kernel ran")
         return run

@@ -189,28 +189,15 @@ CASES = [
 ]
 
 
-def set_fold(monkeypatch, fold: bool) -> str:
-    """QLA_FOLD_KKT for this test (the walk makes Aβ itself, or kkt_solve runs first); a tag suffix."""
-    from qla_serve.kernels import hopper
-
-    monkeypatch.setenv(hopper.FOLD_ENV, "1" if fold else "0")
-    return "-fold" if fold else ""
-
-
-FOLDS = pytest.mark.parametrize("fold", [False, True], ids=["kkt", "fold"])
-
-
 @skip
-@FOLDS
 @pytest.mark.parametrize("tag,seqlens,H,HV,kw,block_v", CASES, ids=[c[0] for c in CASES])
-def test_matches_oracle(tag, seqlens, H, HV, kw, block_v, fold, monkeypatch):
-    label = tag + set_fold(monkeypatch, fold)          # the same inputs with and without the fold
+def test_matches_oracle(tag, seqlens, H, HV, kw, block_v):
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     pool_before = case["pool"].cpu().clone()
     out = run_qla(case, block_v=block_v)
     torch.cuda.synchronize()
     bf16_pool = case["pool"].dtype == torch.bfloat16
-    check(case, out, pool_before, label, s_tol=8e-3 if bf16_pool else 5e-3)
+    check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
 
 
 WALK_FORMS = [
@@ -225,17 +212,15 @@ WALK_FORMS = [
 
 
 @skip
-@FOLDS
 @pytest.mark.parametrize("tag,base,walk", WALK_FORMS, ids=[c[0] for c in WALK_FORMS])
-def test_walk_forms_match_oracle(tag, base, walk, fold, monkeypatch):
-    label = tag + set_fold(monkeypatch, fold)
+def test_walk_forms_match_oracle(tag, base, walk):
     _, seqlens, H, HV, kw, block_v = base
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     pool_before = case["pool"].cpu().clone()
     out = run_qla(case, block_v=block_v, walk=walk)
     torch.cuda.synchronize()
     bf16_pool = case["pool"].dtype == torch.bfloat16
-    check(case, out, pool_before, label, s_tol=8e-3 if bf16_pool else 5e-3)
+    check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
 
 
 L2_FORMS = [c for c in CASES if c[4].get("l2_in_kernel")]
@@ -331,9 +316,7 @@ def test_gate_inputs_match_oracle(tag, seqlens, H, HV, kw):
 
 
 @skip
-@FOLDS
-def test_cuda_graph_replay(fold, monkeypatch):
-    set_fold(monkeypatch, fold)
+def test_cuda_graph_replay():
     seqlens = [100, 64, 1, 513]
     case = make_case(seqlens, 2, 4, gmax=2.0, seed=7, packed=False)
     cu = torch.tensor([0, 100, 164, 165, 678], dtype=torch.int32)
@@ -476,18 +459,15 @@ CP_CASES = [
 
 
 @skip
-@FOLDS
 @pytest.mark.parametrize("tail", [False, True], ids=["exact", "tail-starts"])
 @pytest.mark.parametrize("tag,seqlens,H,HV,kw,P,block_v,zero_head", CP_CASES, ids=[c[0] for c in CP_CASES])
-def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_v, zero_head, tail, fold,
-                                              monkeypatch):
+def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_v, zero_head, tail, monkeypatch):
     """The CP path vs the fp64 oracle and vs the non-CP path on the same inputs (both errors printed);
     outputs poisoned with NaN; pool rows of skipped slots untouched. ``tail``: QLA_CP_TAIL=1, the
     partials' tail-start form (exact to fp32 where a partition's tail decays by e^-45)."""
     from qla_serve.kernels.hopper import cp
 
     monkeypatch.setenv(cp.TAIL_ENV, "1" if tail else "0")
-    label = tag + set_fold(monkeypatch, fold)
 
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     if zero_head is not None:
@@ -499,7 +479,7 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
     monkeypatch.setenv(cp.FORCE_ENV, "1")                   # CP off
     out = run_qla(case, block_v=block_v)
     torch.cuda.synchronize()
-    e_o_ref, e_s_ref = check(case, out, pool_before, f"{label}-noncp", s_tol=s_tol)
+    e_o_ref, e_s_ref = check(case, out, pool_before, f"{tag}-noncp", s_tol=s_tol)
 
     case["pool"].copy_(pool_before.to(DEV))
     monkeypatch.setenv(cp.FORCE_ENV, str(P))
@@ -509,15 +489,15 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
     out_cp = run_qla(case, block_v=block_v)
     torch.cuda.synchronize()
     assert calls, "the CP path did not run"
-    e_o, e_s = check(case, out_cp, pool_before, label, s_tol=s_tol)
-    msg = dict(case=label, cp_o_err=e_o, cp_state_err=e_s, noncp_o_err=e_o_ref, noncp_state_err=e_s_ref, P=P,
+    e_o, e_s = check(case, out_cp, pool_before, tag, s_tol=s_tol)
+    msg = dict(case=tag, cp_o_err=e_o, cp_state_err=e_s, noncp_o_err=e_o_ref, noncp_state_err=e_s_ref, P=P,
                tail_starts=tail)
     print(json.dumps(msg))
     if os.environ.get("QLA_ERR_LOG"):
         with open(os.environ["QLA_ERR_LOG"], "a") as f:
             f.write(json.dumps(msg) + "\n")
-    assert e_o <= 1.25 * e_o_ref + 5e-4, f"{label}: CP o error {e_o:.3e} vs non-CP {e_o_ref:.3e}"
-    assert e_s <= 1.25 * e_s_ref + 5e-4, f"{label}: CP state error {e_s:.3e} vs non-CP {e_s_ref:.3e}"
+    assert e_o <= 1.25 * e_o_ref + 5e-4, f"{tag}: CP o error {e_o:.3e} vs non-CP {e_o_ref:.3e}"
+    assert e_s <= 1.25 * e_s_ref + 5e-4, f"{tag}: CP state error {e_s:.3e} vs non-CP {e_s_ref:.3e}"
 
 
 @skip

@@ -50,7 +50,6 @@ BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
 L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
-FOLD_ENV = "QLA_FOLD_KKT"       # 1: the walk makes Aβ itself (only γ runs before it); 0: kkt_solve first
 
 _lock = threading.Lock()
 _kernels: dict[tuple, Any] = {}
@@ -394,30 +393,6 @@ def kkt_kernel_for(var: "Variant"):
                       (st[1], st[4], st[5]))
 
 
-def fold_kkt() -> bool:
-    """Whether the walk makes each chunk's Aβ itself (``fused_fwd``'s ``fold_kkt``: its WG_P, beside
-    P), so that only the γ kernel runs before it instead of kkt_solve. ``QLA_FOLD_KKT`` 1 / 0."""
-    got = os.environ.get(FOLD_ENV, "0")
-    if got not in ("0", "1"):
-        raise ValueError(f"{FOLD_ENV}={got!r}: expected 0 or 1")
-    return got == "1"
-
-
-def gamma_kernel(HV: int, g_stride: int):
-    """γ alone (:func:`kkt_solve.build_chunk_gamma`), what the folded walk needs before it."""
-    from . import kkt_solve
-
-    key = ("gamma", HV, int(g_stride))
-    return _get(key, lambda: _compile(kkt_solve.build_chunk_gamma(HV, int(g_stride)), kkt_solve.PASS_CONFIGS))
-
-
-def chunk_kernel_for(var: "Variant", fold: bool):
-    """What runs before the walk: kkt_solve (γ and Aβ), or with ``fold`` γ alone."""
-    if fold:
-        return gamma_kernel(var.num_v_heads, var.resolved_strides()[4])
-    return kkt_kernel_for(var)
-
-
 def persistent_walk() -> bool | None:
     """The walk form forced by ``QLA_PERSISTENT`` (A/B aid): "1" persistent, "0" one CTA per item;
     None (unset) leaves it to :func:`persistent_pays`."""
@@ -440,31 +415,26 @@ def persistent_pays(seqlens: Sequence[int], ctas_per_seq: int, block_v: int, sms
     return fixed + per_chunk * max(chunks) <= total / max(1, min(items, sms)) * (1 + 1e-9)
 
 
-def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tail_start: bool = False,
-               fold: bool | None = None):
+def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tail_start: bool = False):
     """The fused walk for a variant. ``phase``: 0 the prefill; 1 and 3 the CP partial and output
     passes (see :mod:`fused_fwd` and :mod:`cp`). ``persistent`` (phase 0): the walk's persistent
     form (launched with ``plan_hopper``'s CTA count); None: the persistent one unless
-    ``QLA_PERSISTENT=0``. Warm-up builds both forms (:func:`walk_forms`). ``fold``: the walk makes
-    Aβ itself and takes β in its place (None: :func:`fold_kkt`)."""
+    ``QLA_PERSISTENT=0``. Warm-up builds both forms (:func:`walk_forms`)."""
     from . import fused_fwd
 
     if persistent is None:
         persistent = persistent_walk() is not False
     persistent = phase == 0 and bool(persistent)
-    fold = fold_kkt() if fold is None else bool(fold)
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
-    beta_stride = var.resolved_strides()[5]
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ()) \
-        + (("fold", beta_stride) if fold else ())
+           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ())
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase), persistent, bool(tail_start), fold, beta_stride),
+                                  int(phase), persistent, bool(tail_start)),
         fused_fwd.PASS_CONFIGS))
 
 
@@ -508,13 +478,13 @@ def build_variant(var: Variant) -> None:
     forms and its CP kernels) into TileLang's disk cache."""
     qk_norm_kernel_for(var)
     run = var.after_l2norm_pass()
-    chunk_kernel_for(run, fold_kkt())
+    kkt_kernel_for(run)
     _fwd_kernels(run)
     _cp_kernels(run)
 
 
 def warmup(variants: Iterable[Variant], log=print, processes: int | None = None) -> dict[str, float]:
-    """Compile every variant (kkt_solve or γ, the fused walk in both forms and its CP kernels) now; returns seconds per kernel key. A compile that TileLang
+    """Compile every variant (kkt_solve, the fused walk in both forms and its CP kernels) now; returns seconds per kernel key. A compile that TileLang
     finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load.
 
     ``processes`` > 1 first builds the variants in that many worker processes (each compile runs nvcc
@@ -534,7 +504,7 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
     times: dict[str, float] = {}
     for var in variants:
         run = var.after_l2norm_pass()
-        for what, fn in (("qk_norm", lambda: qk_norm_kernel_for(var)), ("kkt", lambda: chunk_kernel_for(run, fold_kkt())),
+        for what, fn in (("qk_norm", lambda: qk_norm_kernel_for(var)), ("kkt", lambda: kkt_kernel_for(run)),
                          ("fwd", lambda: _fwd_kernels(run)), ("cp", lambda: _cp_kernels(run))):
             t0 = time.perf_counter()
             fn()
@@ -741,14 +711,14 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
                    None if strides in (contiguous, packed) else strides)
 
 
-_form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass, fold) → _kernels_for
+_form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass) → _kernels_for
 
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
-                 block_v: int, scale: float, persistent: bool, spec: tuple | None, fold: bool) -> tuple:
-    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve or with ``fold`` γ, walk,
-    the variant they run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of
-    its gates, which the l2norm pass computes when there is one, else the gating kernel)."""
+                 block_v: int, scale: float, persistent: bool, spec: tuple | None) -> tuple:
+    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve, walk, the variant they
+    run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
+    the l2norm pass computes when there is one, else the gating kernel)."""
     asked = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm, has_initial_state, block_v,
                         scale)
     norm = gate = None
@@ -758,7 +728,7 @@ def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2
     elif spec is not None:
         gate = gating_kernel(*spec)
     var = asked.after_l2norm_pass()
-    return norm, gate, chunk_kernel_for(var, fold), fwd_kernel(var, persistent=persistent, fold=fold), var
+    return norm, gate, kkt_kernel_for(var), fwd_kernel(var, persistent=persistent), var
 
 
 def gdn_prefill_hopper(
@@ -791,18 +761,16 @@ def gdn_prefill_hopper(
             gates = gates._replace(a=gates.a.contiguous(), b=gates.b.contiguous())
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    fold = fold_kkt()
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], choice["persistent"], l2norm_in_pass(), fold)
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], choice["persistent"], l2norm_in_pass())
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
                                                       gates.softplus_threshold)
         kernels = _kernels_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
-                               has_initial_state is not None, choice["block_v"], scale, choice["persistent"], spec,
-                               fold)
+                               has_initial_state is not None, choice["block_v"], scale, choice["persistent"], spec)
         if key is not None and len(_form_kernels) < 4096:
             _form_kernels[key] = kernels
-    norm, gate, chunk_prep, fwd, var = kernels
+    norm, gate, kkt, fwd, var = kernels
     if norm is not None and T_ > 0:
         # Stage 0: q, k normalised once per key head into compact buffers (qk_norm.py), with the
         # gates in the same launch when the call hands their inputs; the kernels below then run
@@ -825,26 +793,18 @@ def gdn_prefill_hopper(
     else:
         hinit = has_initial_state.contiguous().view(torch.uint8)
     cu = plan.cu_seqlens
-    # ``a``: what the walk takes in Aβ's place, kkt_solve's Aβ [T, HV, 64], or β itself when the
-    # walk makes Aβ (fold): then only γ runs here.
     if T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
-        if fold:
-            a = beta
-            if plan.num_chunks > 0:
-                chunk_prep(g, plan.chunk_bounds, gcum)
-        else:
-            a = torch.empty(T_, HV, CHUNK, dtype=q.dtype, device=dev)
-            if plan.num_chunks > 0:
-                chunk_prep(k, g, beta, plan.chunk_bounds, gcum, a)
+        a = torch.empty(T_, HV, CHUNK, dtype=q.dtype, device=dev)
+        if plan.num_chunks > 0:
+            kkt(k, g, beta, plan.chunk_bounds, gcum, a)
     else:
         # No tokens: dummy 1-row buffers (no chunk reads them) keep every shape non-empty.
         q = k = torch.zeros(1, H, Kd, dtype=q.dtype, device=dev)
         v = torch.zeros(1, HV, Vd, dtype=v.dtype, device=dev)
         out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
         gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
-        a = torch.zeros(1, HV, dtype=torch.float32, device=dev) if fold else \
-            torch.zeros(1, HV, CHUNK, dtype=q.dtype, device=dev)
+        a = torch.zeros(1, HV, CHUNK, dtype=q.dtype, device=dev)
     # ---- intra-card context parallelism (issue 4): kernels/hopper/cp.py ----------------------------
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:

@@ -108,8 +108,7 @@ NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
                     state_layout: str, use_qk_l2norm: bool, read_has_initial_state: bool,
                     scale: float, strides: tuple[int, int, int, int], phase: int = 0,
-                    persistent: bool = False, tail_start: bool = False, fold_kkt: bool = False,
-                    beta_stride: int | None = None):
+                    persistent: bool = False, tail_start: bool = False):
     """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv".
 
     ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
@@ -120,9 +119,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     ``tail_start`` (phase 1 only; CP calls on unit-norm keys): the partials kernel takes
     ``tail [NSP, HV]`` int32 (:func:`cp.tail_chunks`): where it is w > 0, the partition's h walks only
     its last w chunks from S = 0 and its transition M is stored as 0 (both exact to fp32: see
-    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it.
-    ``fold_kkt``: WG_P makes each chunk's Aβ itself (see "Aβ in the walk"); the argument in ``a``'s
-    place is then β ``[T, HV]`` fp32 with token stride ``beta_stride`` (default HV)."""
+    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
     if persistent and phase != 0:
@@ -160,12 +157,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     pool_strides = (sp, V * K, K if vk else V, 1)
     state_shape = (V, K) if vk else (K, V)
     n_free = NW * 128 + 128         # consumers and WG_P release an input buffer
-    sb = HV if beta_stride is None else int(beta_stride)
-    # The argument in Aβ's place: Aβ [T, HV, C] from kkt_solve, or β [T, HV] when WG_P makes Aβ.
-    a_arg = T.StridedTensor((NT, HV), (sb, 1), accum) if fold_kkt else T.Tensor((NT, HV, C), in_dtype)
-    B16 = 16                        # the inverse's diagonal blocks (see kkt_solve)
-    H32 = 32                        # its merge blocks
-    half = "bfloat16"               # split-precision merge operands
 
     @T.macro
     def load_x(buf, row, bh, v0w, X):
@@ -211,118 +202,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, x_s)
 
     @T.macro
-    def split_gemm(ah, al, bh, bl, acc):
-        # (ah + al)(bh + bl) without al·bl: fp32-grade products from bf16 tensor cores
-        T.gemm(ah, bh, acc, clear_accum=True)
-        T.gemm(ah, bl, acc)
-        T.gemm(al, bh, acc)
-
-    @T.macro
-    def split_store(acc, hi, lo):
-        for i, j in T.Parallel(H32, H32):
-            ph = T.cast(acc[i, j], half)
-            hi[i, j] = ph
-            lo[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
-
-    @T.macro
-    def chunk_a_beta(b, nvalid, tp, k_s, g_s, b_s, a_s, kk, g_row, b_row, g_col, acc, xc, ld_s, xd_s, ops):
-        """WG_P (fold_kkt): Aβ of the chunk in buffer b into a_s[b], the same scheme and rounding as
-        :mod:`kkt_solve` (L in registers, 16×16 diagonal inverses by forward substitution in fp32,
-        two split-bf16 merges), for this CTA's one value head. ``tp``: the thread's index in WG_P.
-        TileLang's sync pass is off in this kernel, so every shared hand-off between WG_P's threads
-        has its named barrier (sync_p), and every generic store a tensor-core product may read is
-        fenced for the async proxy."""
-        a1h, a1l, b1h, b1l, p1h, p1l, a2h, a2l, a3h, a3l, b3h, b3l, p2h, p2l, a4h, a4l = ops
-        T.gemm(k_s[b, :, :], k_s[b, :, :], kk, transpose_B=True, clear_accum=True)
-        for i in T.Parallel(C):
-            g_row[i] = g_s[b, i]
-            b_row[i] = b_s[b, i]
-        for j in T.Parallel(C):
-            g_col[j] = g_s[b, j]
-        for i, j in T.Parallel(C, C):
-            kk[i, j] = kk[i, j] * b_row[i] * T.exp(T.if_then_else(i > j, g_row[i] - g_col[j], 0.0))
-        for i, j in T.Parallel(C, C):
-            kk[i, j] = T.if_then_else((i > j) & (i < nvalid), kk[i, j], 0.0)
-        for i, j in T.Parallel(C, C):
-            lh = T.cast(kk[i, j], half)
-            ll = T.cast(kk[i, j] - T.cast(lh, accum), half)
-            if i // B16 == j // B16:
-                ld_s[i // B16, (i % B16) * B16 + j % B16] = kk[i, j]
-            if (i // B16 == 1) & (j // B16 == 0):
-                a1h[i - B16, j] = lh
-                a1l[i - B16, j] = ll
-            if (i // B16 == 3) & (j // B16 == 2):
-                a1h[i - 2 * B16, j - B16] = lh
-                a1l[i - 2 * B16, j - B16] = ll
-            if (i >= H32) & (j < H32):
-                a3h[i - H32, j] = lh
-                a3l[i - H32, j] = ll
-        T.sync_threads(BAR_P, 128)
-        # 1. the four 16×16 diagonal inverses, one thread per column
-        if tp < 4 * B16:
-            blk = tp // B16
-            col = tp % B16
-            for r in T.unroll(B16):
-                xc[r] = T.if_then_else(r == col, 1.0, 0.0)
-                for m in T.unroll(r):
-                    xc[r] = xc[r] - ld_s[blk, r * B16 + m] * xc[m]
-            for r in T.unroll(B16):
-                xd_s[blk, r * B16 + col] = xc[r]
-        T.sync_threads(BAR_P, 128)
-        for bb, r, cc in T.Parallel(4, B16, B16):
-            xv = xd_s[bb, r * B16 + cc]
-            xh = T.cast(xv, half)
-            xl = T.cast(xv - T.cast(xh, accum), half)
-            a_s[b, bb * B16 + r, bb * B16 + cc] = T.cast(xv * b_s[b, bb * B16 + cc], in_dtype)
-            if bb % 2 == 0:
-                b1h[(bb // 2) * B16 + r, (bb // 2) * B16 + cc] = xh
-                b1l[(bb // 2) * B16 + r, (bb // 2) * B16 + cc] = xl
-            else:
-                a2h[(bb // 2) * B16 + r, (bb // 2) * B16 + cc] = xh
-                a2l[(bb // 2) * B16 + r, (bb // 2) * B16 + cc] = xl
-            if bb < 2:
-                b3h[bb * B16 + r, bb * B16 + cc] = xh
-                b3l[bb * B16 + r, bb * B16 + cc] = xl
-            else:
-                a4h[(bb - 2) * B16 + r, (bb - 2) * B16 + cc] = xh
-                a4l[(bb - 2) * B16 + r, (bb - 2) * B16 + cc] = xl
-        T.fence_proxy_async()
-        T.sync_threads(BAR_P, 128)
-        # 2. 16 -> 32: X_10 = -X_11 (L_10 X_00), X_32 = -X_33 (L_32 X_22)
-        split_gemm(a1h, a1l, b1h, b1l, acc)
-        split_store(acc, p1h, p1l)
-        T.fence_proxy_async()
-        T.sync_threads(BAR_P, 128)
-        split_gemm(a2h, a2l, p1h, p1l, acc)
-        for i, j in T.Parallel(H32, H32):
-            if i // B16 == j // B16:
-                xv = -acc[i, j]
-                xh = T.cast(xv, half)
-                xl = T.cast(xv - T.cast(xh, accum), half)
-                if i < B16:
-                    a_s[b, B16 + i, j] = T.cast(xv * b_s[b, j], in_dtype)
-                    b3h[B16 + i, j] = xh
-                    b3l[B16 + i, j] = xl
-                else:
-                    a_s[b, H32 + i, B16 + j] = T.cast(xv * b_s[b, B16 + j], in_dtype)
-                    a4h[i, j - B16] = xh
-                    a4l[i, j - B16] = xl
-        T.fence_proxy_async()
-        T.sync_threads(BAR_P, 128)
-        # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A)
-        split_gemm(a3h, a3l, b3h, b3l, acc)
-        split_store(acc, p2h, p2l)
-        T.fence_proxy_async()
-        T.sync_threads(BAR_P, 128)
-        split_gemm(a4h, a4l, p2h, p2l, acc)
-        for i, j in T.Parallel(H32, H32):
-            a_s[b, H32 + i, j] = T.cast(-acc[i, j] * b_s[b, j], in_dtype)
-        T.fence_proxy_async()
-
-    @T.macro
     def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
-                 itm, transition, a_ready):
+                 itm, transition):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
         (K S)ᵀ = X Kᵀ → Uᵀ = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K;
         beside it Oᵀ."""
@@ -361,8 +243,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 T.gemm(Xb, k_s[b, :, :], uT, transpose_B=True, clear_accum=True)
                 for i, j in T.Parallel(R, C):
                     ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
-                if fold_kkt:
-                    T.barrier_wait(a_ready[b], (u // 2) % 2)    # Aβ of this chunk (WG_P)
                 # U₀ᵀ = Vᵀ Aβᵀ (SS)
                 if transition:
                     T.clear(uT)
@@ -422,17 +302,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}
         p_s = T.alloc_shared((2, C, C), in_dtype)     # P = scale · (Q Kᵀ ⊙ D_incl)
         o_s = T.alloc_shared((C, BV), in_dtype)
-        if fold_kkt:
-            # WG_P's Aβ (see chunk_a_beta): β of the chunk, the fp32 diagonal blocks (16 floats of
-            # padding put the two blocks a warp touches at once in different banks) and the
-            # split-bf16 merge operands, as in kkt_solve.
-            b_s = T.alloc_shared((2, C), accum)
-            ld_s = T.alloc_shared((4, B16 * B16 + 16), accum)
-            xd_s = T.alloc_shared((4, B16 * B16 + 16), accum)
-            ops = tuple(T.alloc_shared((H32, H32), half) for _ in range(16))
-            acc = T.alloc_fragment((H32, H32), accum)
-            xc = T.alloc_local((B16,), accum)
-            b_row = T.alloc_fragment((C,), accum)
 
         ready = T.alloc_barrier(arrive_count=[96, 96])
         free = T.alloc_barrier(arrive_count=[n_free, n_free])
@@ -441,7 +310,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         w_free = T.alloc_barrier(arrive_count=[NW * 128, NW * 128])
         o_ready = T.alloc_barrier(arrive_count=NW * 128)
         o_free = T.alloc_barrier(arrive_count=32)
-        a_ready = T.alloc_barrier(arrive_count=[128, 128]) if fold_kkt else None   # WG_P → consumers: Aβ in a_s[b]
 
         X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
         Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
@@ -470,28 +338,20 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             if NW == 1:
                 consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                          p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
-                         item_at, item_ctx, itm, transition, a_ready)
+                         item_at, item_ctx, itm, transition)
             else:
                 if tx < 128:
                     consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition, a_ready)
+                             n_items, item_at, item_ctx, itm, transition)
                 else:
                     consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition, a_ready)
+                             n_items, item_at, item_ctx, itm, transition)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
             T.set_max_nreg(nreg_p, inc_p)
             cnt[0] = 0
-            if fold_kkt:
-                # Blocks that stay zero in every chunk: the merge operands' off-diagonal halves
-                # (all but the products p1, p2, which are written whole) and Aβ above its diagonal.
-                for o in (0, 1, 2, 3, 6, 7, 10, 11, 14, 15):
-                    T.clear(ops[o])
-                T.clear(a_s)
-                T.fence_proxy_async()
-                T.sync_threads(BAR_P, 128)
             for it in T.serial(n_items):
                 item_at(it, item_ctx, itm)
                 nloop = itm[4]
@@ -505,14 +365,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         T.fence_proxy_async()
                         T.sync_threads(BAR_P, 128)
                         T.barrier_arrive(w_ready[b])            # the consumers' X Kᵀ may read k_s now
-                    if with_output or fold_kkt:
-                        # P and Aβ of chunk u - 2 left buffer b (the consumers' last read of both)
-                        T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
-                    if fold_kkt:
-                        chunk_a_beta(b, T.min(itm[3] - itm[2] - c * C, C), tx - P0, k_s, g_s, b_s, a_s, p,
-                                     g_row, b_row, g_col, acc, xc, ld_s, xd_s, ops)
-                        T.barrier_arrive(a_ready[b])
                     if with_output:
+                        T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
                         # P = scale · (Q Kᵀ ⊙ D_incl). The mask runs on registers and stores once, in
                         # pairs. Read between the p_s stores, γ_i and γ_j were reloaded from shared
                         # memory for every element (a store may alias them), and a branch around each
@@ -609,12 +463,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         b = u % 2
                         left = bos + c * C
                         T.barrier_wait(free[b], (u // 2 + 1) % 2)
-                        if fold_kkt:
-                            # β of the chunk; 0 past eos (itm[3]), so that padding rows add nothing to Aβ
-                            for i in T.Parallel(C):
-                                b_s[b, i] = T.if_then_else(left + i < itm[3], a[T.min(left + i, itm[3] - 1), bh], 0.0)
-                        else:
-                            T.tma_copy(a[left:left + C, bh, 0:C], a_s[b, :, :], barrier=ready[b])
+                        T.tma_copy(a[left:left + C, bh, 0:C], a_s[b, :, :], barrier=ready[b])
                         T.barrier_arrive(ready[b])
                     cnt[0] = cnt[0] + nloop
             else:
@@ -699,7 +548,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_arg,
+            a: T.Tensor((NT, HV, C), in_dtype),
             cu_seqlens: T.Tensor((NS + 1,), "int32"),
             state_indices: T.Tensor((NS,), "int32"),
             has_initial_state: T.Tensor((NS,), "uint8"),
@@ -727,7 +576,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_arg,
+            a: T.Tensor((NT, HV, C), in_dtype),
             cu_seqlens: T.Tensor((NS + 1,), "int32"),
             state_indices: T.Tensor((NS,), "int32"),
             has_initial_state: T.Tensor((NS,), "uint8"),
@@ -755,7 +604,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_arg,
+            a: T.Tensor((NT, HV, C), in_dtype),
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
             tail: T.Tensor((NSP, HV), "int32"),
@@ -785,7 +634,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_arg,
+            a: T.Tensor((NT, HV, C), in_dtype),
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
         ):
@@ -807,7 +656,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
         v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
         gcum: T.Tensor((NT, HV), accum),
-        a: a_arg,
+        a: T.Tensor((NT, HV, C), in_dtype),
         cu_seqlens_v: T.Tensor((NSV + 1,), "int32"),
         slot_v: T.Tensor((NSV,), "int32"),
         last_v: T.Tensor((NSV,), "uint8"),

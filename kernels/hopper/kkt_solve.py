@@ -265,33 +265,3 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                             a[left + i, bh, j] = o_s[i, j]
 
     return qla_kkt_solve
-
-
-def build_chunk_gamma(HV: int, g_stride: int):
-    """TileLang prim_func ``(g [T, HV] f32 (token stride g_stride), chunk_bounds [NC, 4], gcum [T, HV])``:
-    γ alone, the chunk-local cumsum of g, one CTA per chunk for all value heads. The walk's folded
-    form (``fused_fwd``'s ``fold_kkt``) makes Aβ itself and needs only this (CP's tail scan reads
-    it too); the same sums as :func:`build_kkt_solve`'s γ."""
-    C = CHUNK
-    NT = T.dynamic("num_tokens")
-    NC = T.dynamic("num_chunks")
-    accum = "float32"
-
-    @T.prim_func
-    def qla_chunk_gamma(
-        g: T.StridedTensor((NT, HV), (int(g_stride), 1), accum),
-        chunk_bounds: T.Tensor((NC, 4), "int32"),
-        gcum: T.Tensor((NT, HV), accum),
-    ):
-        with T.Kernel(NC, threads=128) as bc:
-            g_s = T.alloc_shared((HV, C), accum)
-            left = chunk_bounds[bc, 0]
-            nvalid = T.min(chunk_bounds[bc, 1] - left, C)
-            for i, h in T.Parallel(C, HV):
-                g_s[h, i] = T.if_then_else(i < nvalid, g[left + i, h], 0.0)
-            T.cumsum(src=g_s, dst=g_s, dim=1)
-            for i, h in T.Parallel(C, HV):
-                if i < nvalid:
-                    gcum[left + i, h] = g_s[h, i]
-
-    return qla_chunk_gamma
