@@ -11,7 +11,9 @@ the consumers, WG_P and the IO warps; kkt_solve is one region. ``--fused-fwd`` c
 version of fused_fwd.py (e.g. ``git show REV:kernels/hopper/fused_fwd.py > old.py``).
 
 The counts are what the code contains (a loop body once), not instructions executed, and not time:
-they say where a kernel's instructions are, and whether an edit removed some. nvdisasm comes from
+they say where a kernel's instructions are, and whether an edit removed some. Each region also
+reports its local-memory instructions (STL / LDL: register spills); session 24 found the V-block-128
+consumers spilling inside the chunk loop this way (``--block-v 128 --pool-dtype bfloat16``). nvdisasm comes from
 $NVDISASM, PATH, or the copy Triton bundles (``triton/backends/nvidia/bin``, e.g. in .venv-vllm).
 """
 from __future__ import annotations
@@ -94,6 +96,12 @@ def parse(sass: str) -> dict[int, collections.Counter]:
     return per_line
 
 
+def spill_summary(ops: collections.Counter) -> str:
+    """Local-memory loads and stores among a region's instructions: register spills (these kernels
+    declare no local arrays that ptxas could not keep in registers)."""
+    return f"STL {ops.get('STL', 0)}, LDL {ops.get('LDL', 0)}"
+
+
 def regions(lines: list[str], kernel: str) -> list[tuple[str, int, int]]:
     """(name, first line, last line), 1-based. The walk: split at its setmaxnreg calls, one per
     consumer warpgroup (two at V-block 128), then WG_P's and the IO warps'."""
@@ -125,7 +133,8 @@ def main(argv=None) -> int:
         ops = collections.Counter()
         for n in range(a, b + 1):
             ops.update(per_line.get(n, {}))
-        print(f"  {name:10s} lines {a}-{b}: {sum(ops.values())}  ({', '.join(f'{k} {v}' for k, v in ops.most_common(10))})")
+        print(f"  {name:10s} lines {a}-{b}: {sum(ops.values())}  ({', '.join(f'{k} {v}' for k, v in ops.most_common(10))})"
+              f"; local memory (spills): {spill_summary(ops)}")
     for n, ops in sorted(per_line.items(), key=lambda kv: -sum(kv[1].values()))[:args.top]:
         print(f"  {sum(ops.values()):5d}  line {n}: {lines[n - 1].strip()[:110]}")
     return 0

@@ -40,3 +40,11 @@ def test_regions_count_both_consumers_at_v_block_128():
     for i in (2, 4, 8, 10):
         lines[i - 1] = "tl::warpgroup_reg_alloc<176>();"
     assert sass_count.regions(lines, "fwd") == [("consumers", 2, 7), ("WG_P", 8, 9), ("IO", 10, 12)]
+
+
+def test_spill_summary_counts_local_memory_instructions():
+    import collections
+
+    ops = collections.Counter({"STL": 3, "LDL": 2, "HGMMA": 8})
+    assert sass_count.spill_summary(ops) == "STL 3, LDL 2"
+    assert sass_count.spill_summary(collections.Counter({"FFMA": 1})) == "STL 0, LDL 0"

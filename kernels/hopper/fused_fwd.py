@@ -41,7 +41,7 @@ Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consu
                              whole too: see "Rows past a sequence's end"; V per consumer as separate
                              64-column tiles; the γ warp also makes the vectors e^γ and e^{γ_C−γ}) and one
                              warp storing O.
-Register split (setmaxnreg, consumers / WG_P / WG_IO): 240 / 160 / 32 at BV 64, 176 / 128 / 32 at BV 128.
+Register split (setmaxnreg, consumers / WG_P / WG_IO): 240 / 160 / 32 at BV 64, 208 / 64 / 32 at BV 128 (see NREG).
 Rows past a sequence's end (its last, partial chunk): q/k/v/Aβ rows there hold the next sequence's
 (finite) data or TMA's zero fill; γ repeats the last valid value, so every exponent stays ≤ 0; Aβ's
 columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes them in; Uᵀ's columns
@@ -100,9 +100,15 @@ WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
 # threads × (registers at launch: 65536 / threads, rounded down to 8) and the split must fit in it.
 # A consumer holds X fp32 [64, 128] (64 a thread), its bf16 copy (32), Uᵀ (32), Oᵀ (32), Uᵀ bf16 (16).
-# WG_IO needs 32 (at 24 its loader warps spill).
+# WG_IO needs 32 (at 24 its loader warps spill). At V-block 128 the consumers spilled inside the
+# chunk loop at 176 (`bench_serving/sass_count.py --block-v 128 --pool-dtype bfloat16`, 16/32:
+# 129 STL / 147 LDL in the consumers; fewer with an fp32 pool): a slice of X lived in local memory
+# and went through L1 every chunk. At 208 they have none; WG_P, whose largest tile is P (32 a
+# thread), has 3 / 6 at 64, off the chain. GPU time ×0.93–0.96 on long rows (session 24).
 NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 32 ≤ 3 × 168
-        128: (176, 128, 32)}          # 512 threads, 128 at launch: 2 × 176 + 128 + 32 ≤ 4 × 128
+        128: (208, 64, 32)}           # 512 threads, 128 at launch: 2 × 208 + 64 + 32 ≤ 4 × 128
+# With l2norm inside the walk (QLA_L2NORM=kernel, an A/B aid) WG_P also holds a [64, 128] fp32 tile.
+NREG_IN_KERNEL_L2NORM = {64: (240, 160, 32), 128: (176, 128, 32)}
 
 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
@@ -137,11 +143,11 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     P0 = NW * 128                   # first thread of WG_P
     IO0 = P0 + 128                  # first thread of WG_IO
     threads = IO0 + 128
-    nreg_c, nreg_p, nreg_io = NREG[BV]
+    nreg_c, nreg_p, nreg_io = (NREG_IN_KERNEL_L2NORM if use_qk_l2norm else NREG)[BV]
     # setmaxnreg.inc below the launch allocation (or .dec above it) is an illegal instruction on
     # the H200 (seen at BV 64: WG_P's 160 < 168 at launch), so the direction follows the count.
     launch_regs = min(255, 65536 // threads // 8 * 8)
-    inc_c, inc_p, inc_io = (int(n >= launch_regs) for n in NREG[BV])
+    inc_c, inc_p, inc_io = (int(n >= launch_regs) for n in (nreg_c, nreg_p, nreg_io))
     vk = state_layout == "vk"
     with_output = phase != 1
     NT = T.dynamic("num_tokens")
