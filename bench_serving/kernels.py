@@ -116,6 +116,11 @@ def _g(x) -> str:
     return "—" if x is None else f"{x:.2e}"
 
 
+# QLA_BENCH_POOL=bf16: the state pool in bf16 (vLLM's ssm cache dtype for these models) instead of
+# fp32; for QLA-only runs (the anchors' serving paths are timed on fp32 pools).
+BENCH_POOL_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16}[os.environ.get("QLA_BENCH_POOL", "fp32")]
+
+
 def make_inputs(seqlens, H, HV, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     T, N = sum(seqlens), len(seqlens)
@@ -125,7 +130,7 @@ def make_inputs(seqlens, H, HV, seed=0):
     v = torch.randn(T, HV, V, device=dev, generator=gen).bfloat16()
     g = torch.nn.functional.logsigmoid(torch.randn(T, HV, device=dev, generator=gen) + 2.0)  # ≈ −0.1 typical
     beta = torch.rand(T, HV, device=dev, generator=gen)
-    pool = torch.randn(N + 1, HV, V, K, device=dev, generator=gen) * 0.1
+    pool = (torch.randn(N + 1, HV, V, K, device=dev, generator=gen) * 0.1).to(BENCH_POOL_DTYPE)
     idx = torch.arange(1, N + 1, dtype=torch.int32, device=dev)
     cu_cpu = torch.tensor([0] + torch.tensor(seqlens).cumsum(0).tolist(), dtype=torch.int32)
     return dict(q=q, k=k, v=v, g=g, beta=beta, pool=pool, idx=idx, cu_cpu=cu_cpu, N=N, T=T)
@@ -611,7 +616,7 @@ def main() -> None:
     result = {"gpu": torch.cuda.get_device_name(), "versions": versions(),
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
               "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "QLA_CP_TAIL",
-                                                     "QLA_CP_ANY_COUNT", "TILELANG_DEFAULT_TARGET",
+                                                     "QLA_CP_ANY_COUNT", "QLA_BENCH_POOL", "TILELANG_DEFAULT_TARGET",
                                                      "QLA_BENCH_INPUTS")}}
     qla_build = None
     if "qla" in usable and not args.no_prewarm:
@@ -621,7 +626,8 @@ def main() -> None:
         qla_build = subprocess.Popen(
             [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_prebuild.py"),
              "--no-tests", "--heads", ",".join(f"{H}/{HV}" for H, HV in heads), "--block-v", widths]
-            + (["--packed-l2norm"] if PACKED_L2NORM else []),
+            + (["--packed-l2norm"] if PACKED_L2NORM else [])
+            + (["--host-profile"] if BENCH_POOL_DTYPE == torch.bfloat16 else []),   # its bf16-pool variants
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     if "flashqla" in usable and not args.no_prewarm:
         result["flashqla_prewarm_s"] = prewarm(heads, list(mixes))
