@@ -97,8 +97,8 @@ def parse(sass: str) -> dict[int, collections.Counter]:
 
 
 def spill_summary(ops: collections.Counter) -> str:
-    """Local-memory loads and stores among a region's instructions: register spills (these kernels
-    declare no local arrays that ptxas could not keep in registers)."""
+    """Local-memory loads and stores among a region's instructions: register spills, or a local
+    array indexed at run time."""
     return f"STL {ops.get('STL', 0)}, LDL {ops.get('LDL', 0)}"
 
 
