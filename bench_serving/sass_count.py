@@ -48,6 +48,18 @@ def find_nvdisasm() -> str:
     raise SystemExit("nvdisasm not found: set NVDISASM (Triton bundles one under triton/backends/nvidia/bin)")
 
 
+def fast_math(kernel: str) -> bool:
+    """Whether TileLang builds this kernel with ``--use_fast_math`` (its PASS_CONFIGS): the count
+    compiles the same way, so that its SASS is the built kernel's (session 24 matched kkt_solve's
+    to an ncu source page address by address only with it)."""
+    import tilelang
+
+    from qla_serve.kernels.hopper import fused_fwd, kkt_solve
+
+    configs = kkt_solve.PASS_CONFIGS if kernel == "kkt" else fused_fwd.PASS_CONFIGS
+    return bool(configs.get(tilelang.PassConfigKey.TL_ENABLE_FAST_MATH, False))
+
+
 def kernel_source(args) -> str:
     from qla_serve.kernels import hopper
 
@@ -64,7 +76,7 @@ def kernel_source(args) -> str:
     return kern.get_kernel_source()
 
 
-def count(source: str, nvdisasm: str) -> tuple[dict[int, collections.Counter], list[str]]:
+def count(source: str, nvdisasm: str, use_fast_math: bool = False) -> tuple[dict[int, collections.Counter], list[str]]:
     """{source line: Counter(opcode)} for the lines of ``source`` (instructions of inlined headers
     are left out: they belong to no line of the kernel's own code)."""
     from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
@@ -76,7 +88,7 @@ def count(source: str, nvdisasm: str) -> tuple[dict[int, collections.Counter], l
         cubin = os.path.join(tmp, "k.cubin")
         subprocess.run(["nvcc", "--cubin", "-O3", "-lineinfo", "-gencode", "arch=compute_90a,code=sm_90a",
                         "-std=c++20", f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-w",
-                        "-o", cubin, src], check=True)
+                        "-o", cubin, src] + (["--use_fast_math"] if use_fast_math else []), check=True)
         sass = subprocess.run([nvdisasm, "-g", "-c", cubin], check=True, capture_output=True, text=True).stdout
     return parse(sass), source.split("\n")
 
@@ -125,7 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=12, help="show the source lines with the most instructions")
     args = ap.parse_args(argv)
     os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")     # sm_90a without a GPU
-    per_line, lines = count(kernel_source(args), find_nvdisasm())
+    per_line, lines = count(kernel_source(args), find_nvdisasm(), fast_math(args.kernel))
     print(f"{args.kernel} {args.heads} V-block {args.block_v} phase {args.phase} {args.pool_dtype} {args.layout}"
           f"{' (' + args.fused_fwd + ')' if args.fused_fwd else ''}: "
           f"{sum(sum(c.values()) for c in per_line.values())} instructions on the kernel's own lines")

@@ -48,3 +48,13 @@ def test_spill_summary_counts_local_memory_instructions():
     ops = collections.Counter({"STL": 3, "LDL": 2, "HGMMA": 8})
     assert sass_count.spill_summary(ops) == "STL 3, LDL 2"
     assert sass_count.spill_summary(collections.Counter({"FFMA": 1})) == "STL 0, LDL 0"
+
+
+def test_counts_compile_with_the_kernels_own_fast_math_setting():
+    """kkt_solve is built with --use_fast_math, the walk without: the count must compile each the same
+    way, or its SASS is not the built kernel's."""
+    import pytest
+
+    pytest.importorskip("tilelang")
+    assert sass_count.fast_math("kkt") is True
+    assert sass_count.fast_math("fwd") is False
