@@ -119,9 +119,10 @@ def _g(x) -> str:
 # QLA_BENCH_POOL=bf16: the state pool in bf16 (vLLM's ssm cache dtype for these models) instead of
 # fp32; for QLA-only runs (the anchors' serving paths are timed on fp32 pools).
 _POOL_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-if os.environ.get("QLA_BENCH_POOL", "fp32") not in _POOL_DTYPES:
-    raise ValueError(f"QLA_BENCH_POOL={os.environ['QLA_BENCH_POOL']!r}: expected one of {sorted(_POOL_DTYPES)}")
-BENCH_POOL_DTYPE = _POOL_DTYPES[os.environ.get("QLA_BENCH_POOL", "fp32")]
+_BENCH_POOL = os.environ.get("QLA_BENCH_POOL", "fp32")
+if _BENCH_POOL not in _POOL_DTYPES:
+    raise ValueError(f"QLA_BENCH_POOL={_BENCH_POOL!r}: expected one of {sorted(_POOL_DTYPES)}")
+BENCH_POOL_DTYPE = _POOL_DTYPES[_BENCH_POOL]
 
 
 def make_inputs(seqlens, H, HV, seed=0):

@@ -108,7 +108,7 @@ WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma
 NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 32 ≤ 3 × 168
         128: (208, 64, 32)}           # 512 threads, 128 at launch: 2 × 208 + 64 + 32 ≤ 4 × 128
 # With l2norm inside the walk (QLA_L2NORM=kernel, an A/B aid) WG_P also holds a [64, 128] fp32 tile.
-NREG_IN_KERNEL_L2NORM = {64: (240, 160, 32), 128: (176, 128, 32)}
+NREG_IN_KERNEL_L2NORM = {**NREG, 128: (176, 128, 32)}
 
 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
