@@ -515,7 +515,7 @@ def cp_sweep(args) -> None:
         p = fit["params"]
         print(f"[cp-sweep] fit: CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
               f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}, "
-              f"wide_block_min_parts={p['wide_block_min_parts']}) "
+              f"wide_block_min_parts={p['wide_block_min_parts']}, wide_block_chunk_us={p['wide_block_chunk_us']}) "
               f"geomean slowdown {fit['geomean_slowdown']:.3f} worst {fit['worst_slowdown']:.3f}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"[cp-sweep] fit failed: {exc!r}", flush=True)

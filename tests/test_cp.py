@@ -857,6 +857,26 @@ def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
     assert cp.widen_block_v([32768], 16, 128, 64, 132, never) == 64
 
 
+def test_widen_block_v_asks_the_cost_model():
+    """A row split at V-block 64 walks at 128 only where the cost model, charging 128
+    ``wide_block_chunk_us`` per chunk, has it ending first: session 19's tail sweep (GPU-busy) had
+    2/8 1×8192 at 0.080 ms at 64 / P = 8 against 0.094 at 128, 2/8 1×16384 0.117 against 0.125,
+    and 128 ahead on every 4/16, 8/32 and 16/32 long row."""
+    p = cp.DEFAULT_PARAMS
+    assert p.wide_block_chunk_us is not None
+    for seqlens in ([8192], [16384]):
+        assert cp.choose_parts(seqlens, 8, 128, 64, 132, p) == [8]
+        assert cp.widen_block_v(seqlens, 8, 128, 64, 132, p) == 64
+        assert cp.wide_block_gain_us(seqlens, 8, 128, 132, p) < 0
+    for HV, seqlens in ((8, [32768]), (8, [28672, 4096]), (16, [8192]), (16, [32768]), (32, [8192]),
+                        (32, [32768])):
+        assert cp.widen_block_v(seqlens, HV, 128, 64, 132, p) == 128, (HV, seqlens)
+    count_only = dataclasses.replace(p, wide_block_chunk_us=None)      # sessions 19-24's rule
+    assert cp.widen_block_v([8192], 8, 128, 64, 132, count_only) == 128
+    # The charge moves the choice: with a large one nothing split 8 ways at 64 widens.
+    assert cp.widen_block_v([32768], 8, 128, 64, 132, dataclasses.replace(p, wide_block_chunk_us=1.0)) == 64
+
+
 def test_split_and_width_judge_the_long_sequences_only():
     """A sequence under half the longest's chunks does not hold the longest back: 28672+4096 at
     16/32 splits four ways at V-block 128 among powers of two (session 19's tail sweep: 0.702 ms,

@@ -110,6 +110,15 @@ class CPParams:
     # 128 pays at P = 2 too: 16/32 1×32768 0.597 ms at 128 / P = 4 against 0.709 at 64 / P = 2,
     # 8/32 0.573 against 0.691. Fitted jointly with the constants above by :func:`fit_all`.
     wide_block_min_parts: int = 2
+    # ... and only where the cost model (:data:`CP_COST_US`, each width at its own P) has V-block 128
+    # ending first once it pays this many µs more per chunk of the split sequences (fit_cost's
+    # per-row offsets, what every P of a row pays alike, are larger at 128 than at 64). Without the
+    # check, 2/8 1×8192 split 8 ways at 64 walked at 128 (0.094 ms GPU) where 64 took 0.080, and 2/8
+    # 1×16384 at 0.125 where 64 took 0.117 (session 19's tail sweep). fit_wide_block on that sweep,
+    # GPU-busy time: 0.02–0.04 pick the same (geomean 1.002 off the best (V-block, P) per row, worst
+    # 1.035 at 4/16 1×8192) against 1.016 / 1.172 without the check. None: the partition count alone
+    # decides (sessions 19–24).
+    wide_block_chunk_us: float | None = 0.02
     # The partition counts the rule weighs (:func:`candidate_parts`): powers of two only, or also the
     # counts that fill whole waves of the SMs with equal items (7 + 1 for 28672+4096 at 16/32: 256
     # items of 64 chunks, two full waves, where P = 4 leaves the 4096 sequence's CTAs to start after
@@ -430,6 +439,7 @@ def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, blo
 
 
 def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams) -> bool:
+    """Whether a row walks at V-block 128 rather than 64 (:func:`widen_block_v`)."""
     # Judged among the sequences of at least half the longest's chunks: a much shorter one ends
     # early and leaves its SMs to the longest's partitions. Counting its CTAs split 4/16
     # 28672+4096 only two ways at 64 (0.727 ms) where 128 with four partitions took 0.576
@@ -438,7 +448,23 @@ def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams)
     cmax = max(nch, default=0)
     long = [n for n, c in zip(seqlens, nch) if 2 * c >= cmax]
     parts = choose_parts(long, num_v_heads, head_v_dim, 64, sms, params)
-    return bool(parts) and max(parts) >= params.wide_block_min_parts
+    if not parts or max(parts) < params.wide_block_min_parts:
+        return False
+    if params.wide_block_chunk_us is None:
+        return True
+    return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params) > 0.0
+
+
+def wide_block_gain_us(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, sms: int,
+                       params: CPParams) -> float:
+    """µs the cost model has V-block 128 (at its own P) ending before V-block 64 (at its P) on these
+    sequences, after charging 128 ``params.wide_block_chunk_us`` per chunk (0 where that is None)."""
+    nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
+    est = {}
+    for bv in (64, 128):
+        parts = choose_parts(seqlens, num_v_heads, head_v_dim, bv, sms, params)
+        est[bv] = cp_estimate_us(nch, parts, num_v_heads * max(1, head_v_dim // bv), CP_COST_US[bv], sms)
+    return est[64] - est[128] - (params.wide_block_chunk_us or 0.0) * sum(nch)
 
 
 def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | None = None,
@@ -587,19 +613,21 @@ def warmup_cp(variants, log=print) -> None:
 # Fitting the rule from the sweep (bench_serving/kernels.py --cp-sweep)
 
 
-def _sweep_table(rows: list[dict]) -> dict[tuple, dict[int, float]]:
-    """(heads, mix, block_v) → {P of the longest sequence: ms}. The sweep re-times the rule's own
-    pick last; that repeat is a second sample of its P, and each P keeps its faster sample: the short
-    rows are host-bound and one slow sample of P = 1 (session 11: 0.233 against 0.088 ms at 8/32
-    1×2048) would otherwise read as a 1.9× loss of not splitting."""
+def _sweep_table(rows: list[dict], metric: str = "ms") -> dict[tuple, dict[int, float]]:
+    """(heads, mix, block_v) → {P of the longest sequence: ``metric``} (``gpu_ms``: GPU-busy time,
+    falling back to ``ms`` where a row lacks it). The sweep re-times the rule's own pick last; that
+    repeat is a second sample of its P, and each P keeps its faster sample: the short rows are
+    host-bound and one slow sample of P = 1 (session 11: 0.233 against 0.088 ms at 8/32 1×2048)
+    would otherwise read as a 1.9× loss of not splitting."""
     tab: dict[tuple, dict[int, float]] = {}
     for r in rows:
-        if r.get("ms") is None:
+        t = r.get(metric) or r.get("ms")
+        if t is None:
             continue
         key = (r["heads"], r["mix"], r.get("block_v"))
         times = tab.setdefault(key, {})
         p = int(r["p_longest"])
-        times[p] = min(float(r["ms"]), times.get(p, float("inf")))
+        times[p] = min(float(t), times.get(p, float("inf")))
     return tab
 
 
@@ -659,15 +687,21 @@ def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dic
     return best
 
 
+_WIDE_CHUNK_US = (None, 0.0, 0.02, 0.04, 0.05, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2)
+
+
 def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
-                   thresholds: Sequence[int] = (2, 4, 8, 16, 64)) -> dict | None:
-    """Pick ``wide_block_min_parts`` (with ``params``' split rule) over the swept rows measured at both
-    V-blocks that the plan splits: each row walks at the width :func:`widen_block_v` gives, with that
-    width's rule P, against the best (V-block, P) measured for the row (a row not split at 64 and not
-    widened keeps the walk rule's width: not scored). None without such rows. Ties go to the larger
-    threshold (widen less)."""
+                   thresholds: Sequence[int] = (2, 4, 8, 16, 64),
+                   chunk_us: Sequence[float | None] = _WIDE_CHUNK_US) -> dict | None:
+    """Pick ``wide_block_min_parts`` and ``wide_block_chunk_us`` (with ``params``' split rule) over
+    the swept rows measured at both V-blocks that the plan splits: each row walks at the width
+    :func:`widen_block_v` gives, with that width's rule P, against the best (V-block, P) measured for
+    the row (a row not split at 64 and not widened keeps the walk rule's width: not scored), on
+    GPU-busy time (``gpu_ms``; the widths' host work is the same, and the short rows' wall time is the
+    host's noise). None without such rows. Ties go to the larger threshold (widen less), then to the
+    earlier ``chunk_us`` (None first: no model check)."""
     sms = int(sweep.get("sms", 132))
-    tab = _sweep_table(sweep["rows"])
+    tab = _sweep_table(sweep["rows"], "gpu_ms")
     meta = {(r["heads"], r["mix"]): r for r in sweep["rows"]}
     rows = {}
     for (heads, mix, bv) in tab:
@@ -675,24 +709,25 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
             rows[(heads, mix)] = {b: tab[(heads, mix, b)] for b in (64, 128)}
     best = None
     for t in sorted(thresholds, reverse=True):
-        p = replace(params, wide_block_min_parts=t)
-        logs, picks = [], {}
-        for (heads, mix), times in rows.items():
-            seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
-            bv = 128 if _split_finely_at_64(seqlens, HV, 128, sms, p) else 64
-            rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
-            if bv == 64 and rule_p <= 1:
-                continue            # not split: the width stays the walk rule's
-            got = _measured_at(times[bv], rule_p)
-            floor = min(min(d.values()) for d in times.values())
-            logs.append(math.log(got / floor))
-            picks[f"{heads} {mix}"] = {"block_v": bv, "rule_p": rule_p, "slowdown": got / floor}
-        if not logs:
-            return None
-        score = math.exp(sum(logs) / len(logs))
-        if best is None or score < best["geomean_slowdown"] - 1e-9:
-            best = {"wide_block_min_parts": t, "geomean_slowdown": score,
-                    "worst_slowdown": max(v["slowdown"] for v in picks.values()), "rows": picks}
+        for cu in chunk_us:
+            p = replace(params, wide_block_min_parts=t, wide_block_chunk_us=cu)
+            logs, picks = [], {}
+            for (heads, mix), times in rows.items():
+                seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
+                bv = 128 if _split_finely_at_64(seqlens, HV, 128, sms, p) else 64
+                rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
+                if bv == 64 and rule_p <= 1:
+                    continue            # not split: the width stays the walk rule's
+                got = _measured_at(times[bv], rule_p)
+                floor = min(min(d.values()) for d in times.values())
+                logs.append(math.log(got / floor))
+                picks[f"{heads} {mix}"] = {"block_v": bv, "rule_p": rule_p, "slowdown": got / floor}
+            if not logs:
+                return None
+            score = math.exp(sum(logs) / len(logs))
+            if best is None or score < best["geomean_slowdown"] - 1e-9:
+                best = {"wide_block_min_parts": t, "wide_block_chunk_us": cu, "geomean_slowdown": score,
+                        "worst_slowdown": max(v["slowdown"] for v in picks.values()), "rows": picks}
     return best
 
 
@@ -720,7 +755,9 @@ def fit_all(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dict:
     res = {"params": {"target_ctas": params.target_ctas, "min_chunks": params.min_chunks,
                       "max_parts": params.max_parts, "min_seq_chunks": params.min_seq_chunks,
                       "wide_block_min_parts": (wide["wide_block_min_parts"] if wide is not None
-                                               else DEFAULT_PARAMS.wide_block_min_parts)}, **own}
+                                               else DEFAULT_PARAMS.wide_block_min_parts),
+                      "wide_block_chunk_us": (wide["wide_block_chunk_us"] if wide is not None
+                                              else DEFAULT_PARAMS.wide_block_chunk_us)}, **own}
     res["wide_block"] = wide
     return res
 
@@ -809,7 +846,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     wide = res["wide_block"]
     print(f"\nDEFAULT_PARAMS = CPParams(target_ctas={p['target_ctas']}, min_chunks={p['min_chunks']}, "
           f"max_parts={p['max_parts']}, min_seq_chunks={p['min_seq_chunks']}, "
-          f"wide_block_min_parts={p['wide_block_min_parts']})   # geomean slowdown {res['geomean_slowdown']:.3f}"
+          f"wide_block_min_parts={p['wide_block_min_parts']}, "
+          f"wide_block_chunk_us={p['wide_block_chunk_us']})   # geomean slowdown {res['geomean_slowdown']:.3f}"
           + ("" if wide is None else f"; joint V-block choice {wide['geomean_slowdown']:.3f}"))
     cost = fit_cost(sweep)
     counts = compare_counts(sweep, replace(DEFAULT_PARAMS, **p))
