@@ -877,6 +877,28 @@ def test_widen_block_v_asks_the_cost_model():
     assert cp.widen_block_v([32768], 8, 128, 64, 132, dataclasses.replace(p, wide_block_chunk_us=1.0)) == 64
 
 
+def test_widen_block_v_splits_at_128_where_64_fills_the_sms_unsplit():
+    """With tail starts a row that V-block 64 walks unsplit (its CTAs fill the SMs) walks at 128 with
+    partitions where the cost model has that ending first: 128's chunk step covers twice the columns
+    for ~1.2× the time. 16/32 16384+16384: 128 CTAs of 256 chunks at 64, against 128 of 128 chunks at
+    128 / P = 2. Exact starts walk each partition twice, which the model does not price: unchanged."""
+    p = cp.DEFAULT_PARAMS
+    assert cp.choose_parts([16384, 16384], 32, 128, 64, 132, p) == [1, 1]
+    assert cp.choose_parts([16384, 16384], 32, 128, 128, 132, p) == [2, 2]
+    assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p, tail=True) == 128
+    assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p, tail=False) == 64
+    assert cp.widen_block_v([32768], 64, 128, 64, 132, p, tail=True) == 128
+    # Neither width splits: the walk rule's width stays.
+    assert cp.widen_block_v([8192] * 4, 32, 128, 64, 132, p, tail=True) == 64
+    assert cp.widen_block_v([2048], 64, 128, 64, 132, p, tail=True) == 64
+    # The count-only rule (no model check) never widens an unsplit row.
+    count_only = dataclasses.replace(p, wide_block_chunk_us=None)
+    assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, count_only, tail=True) == 64
+    from qla_serve.kernels import hopper
+    assert hopper.planned_block_v([16384, 16384], 32, 128, 132, unit_norm_keys=True) == 128
+    assert hopper.planned_block_v([16384, 16384], 32, 128, 132, unit_norm_keys=False) == 64
+
+
 def test_split_and_width_judge_the_long_sequences_only():
     """A sequence under half the longest's chunks does not hold the longest back: 28672+4096 at
     16/32 splits four ways at V-block 128 among powers of two (session 19's tail sweep: 0.702 ms,

@@ -571,12 +571,14 @@ def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 1
     return 64 if t64 <= t128 else 128
 
 
-def planned_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132) -> int:
-    """The plan's V-block: :func:`choose_block_v`, widened to 128 for rows CP splits finely."""
+def planned_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132,
+                    unit_norm_keys: bool = False) -> int:
+    """The plan's V-block: :func:`choose_block_v`, widened to 128 for rows CP splits at 128 to more
+    effect (:func:`cp.widen_block_v`; ``unit_norm_keys``: the plan's, which allows tail starts)."""
     from . import cp
 
     return cp.widen_block_v(seqlens, num_v_heads, head_v_dim, choose_block_v(seqlens, num_v_heads, head_v_dim, sms),
-                            sms)
+                            sms, tail=cp.tail_starts_for(unit_norm_keys))
 
 
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
@@ -600,7 +602,7 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
             raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
                              f"and divide head_v_dim {head_v_dim}")
     else:
-        block_v = planned_block_v(plan.seqlens, num_v_heads, head_v_dim, sms)
+        block_v = planned_block_v(plan.seqlens, num_v_heads, head_v_dim, sms, plan.unit_norm_keys)
     # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
     # a second), never more CTAs than items.
     items = plan.num_seqs * num_v_heads * (head_v_dim // block_v)

@@ -429,16 +429,20 @@ def _force_from_env() -> int | None:
 
 
 def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int, sms: int = 132,
-                  params: CPParams | None = None) -> int:
+                  params: CPParams | None = None, tail: bool = False) -> int:
     """The V-block a CP row walks at: 128 where the split at ``block_v`` = 64 would have at least
-    ``params.wide_block_min_parts`` partitions (host data only), else ``block_v``. CP off → unchanged."""
+    ``params.wide_block_min_parts`` partitions and the cost model has 128 ending first
+    (``params.wide_block_chunk_us``), else ``block_v``. With ``tail`` (the calls' partitions start
+    from their tails: :func:`tail_starts_for`) also where 64 does not split but 128 does and ends
+    first. Host data only. CP off → unchanged."""
     if (block_v != 64 or head_v_dim % 128 or os.environ.get(DISABLE_ENV, "1") == "0"
             or _force_from_env() is not None):
         return block_v
-    return 128 if _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params or default_params()) else block_v
+    wide = _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params or default_params(), tail)
+    return 128 if wide else block_v
 
 
-def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams) -> bool:
+def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail: bool = False) -> bool:
     """Whether a row walks at V-block 128 rather than 64 (:func:`widen_block_v`)."""
     # Judged among the sequences of at least half the longest's chunks: a much shorter one ends
     # early and leaves its SMs to the longest's partitions. Counting its CTAs split 4/16
@@ -447,11 +451,18 @@ def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams)
     nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
     cmax = max(nch, default=0)
     long = [n for n, c in zip(seqlens, nch) if 2 * c >= cmax]
-    parts = choose_parts(long, num_v_heads, head_v_dim, 64, sms, params)
-    if not parts or max(parts) < params.wide_block_min_parts:
-        return False
+    p64 = max(choose_parts(long, num_v_heads, head_v_dim, 64, sms, params), default=1)
     if params.wide_block_chunk_us is None:
-        return True
+        return p64 >= params.wide_block_min_parts
+    if 2 <= p64 < params.wide_block_min_parts:
+        return False
+    if p64 < 2:
+        # 64's CTAs fill the SMs unsplit; 128 has half as many, so it may split where 64 may not,
+        # and its chunk step covers twice the columns for ~1.2× the time. Only with tail starts: an
+        # exact start walks each partition twice (phase 1 builds its K×K transition), which the
+        # cost model (fitted on tail starts) does not price.
+        if not tail or max(choose_parts(long, num_v_heads, head_v_dim, 128, sms, params), default=1) < 2:
+            return False
     return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params) > 0.0
 
 
