@@ -879,15 +879,21 @@ def test_widen_block_v_asks_the_cost_model():
 
 def test_widen_block_v_splits_at_128_where_64_fills_the_sms_unsplit():
     """With tail starts a row that V-block 64 walks unsplit (its CTAs fill the SMs) walks at 128 with
-    partitions where the cost model has that ending first: 128's chunk step covers twice the columns
-    for ~1.2× the time. 16/32 16384+16384: 128 CTAs of 256 chunks at 64, against 128 of 128 chunks at
-    128 / P = 2. Exact starts walk each partition twice, which the model does not price: unchanged."""
+    partitions where the cost model has that ending first and they fit one wave: 128's chunk step
+    covers twice the columns for ~1.2× the time. 16/32 16384+16384: 128 CTAs of 256 chunks at 64,
+    against 128 of 128 chunks at 128 / P = 2 (session 25: 0.555 against 0.656 ms). Exact starts walk
+    each partition twice, which the model does not price: unchanged."""
     p = cp.DEFAULT_PARAMS
     assert cp.choose_parts([16384, 16384], 32, 128, 64, 132, p) == [1, 1]
     assert cp.choose_parts([16384, 16384], 32, 128, 128, 132, p) == [2, 2]
     assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p, tail=True) == 128
     assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p, tail=False) == 64
     assert cp.widen_block_v([32768], 64, 128, 64, 132, p, tail=True) == 128
+    # ... only where 128's split fits one wave of CTAs (what was measured): 16/48 1×32768 (the model
+    # would take P = 8: 384 CTAs) and 16/64 28672+4096 (7 + 1: 512) stay at 64.
+    assert cp.choose_parts([32768], 48, 128, 128, 132, p) == [8]
+    assert cp.widen_block_v([32768], 48, 128, 64, 132, p, tail=True) == 64
+    assert cp.widen_block_v([28672, 4096], 64, 128, 64, 132, p, tail=True) == 64
     # Neither width splits: the walk rule's width stays.
     assert cp.widen_block_v([8192] * 4, 32, 128, 64, 132, p, tail=True) == 64
     assert cp.widen_block_v([2048], 64, 128, 64, 132, p, tail=True) == 64

@@ -458,10 +458,16 @@ def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams,
         return False
     if p64 < 2:
         # 64's CTAs fill the SMs unsplit; 128 has half as many, so it may split where 64 may not,
-        # and its chunk step covers twice the columns for ~1.2× the time. Only with tail starts: an
-        # exact start walks each partition twice (phase 1 builds its K×K transition), which the
-        # cost model (fitted on tail starts) does not price.
-        if not tail or max(choose_parts(long, num_v_heads, head_v_dim, 128, sms, params), default=1) < 2:
+        # and its chunk step covers twice the columns for ~1.2× the time. Session 25 (same call,
+        # wall ms): 16/64 1×32768 1.023 at 128 / P = 2 against 1.259 at 64 unsplit; 16/32
+        # 16384+16384 0.555 and 4/16 8192×4 0.293 against 0.656 and 0.324 (the table's call).
+        # Only with tail starts: an exact start walks each partition twice (phase 1 builds its K×K
+        # transition), which the cost model (fitted on tail starts) does not price. Only where
+        # 128's split fits one wave of CTAs, as in those rows: the model's picks past one wave here
+        # (16/48 1×32768 P = 8, 16/64 28672+4096 7 + 1) were not measured.
+        parts128 = choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params)   # all: what launches
+        ctas128 = sum(parts128) * num_v_heads * max(1, head_v_dim // 128)
+        if not tail or max(parts128, default=1) < 2 or ctas128 > sms:
             return False
     return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params) > 0.0
 
