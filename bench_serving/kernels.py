@@ -424,7 +424,8 @@ def cp_sweep(args) -> None:
             json.dump(result, f, indent=1)
 
     # Compile every variant first, in parallel (nvcc is single-threaded).
-    builds = sorted({(H, HV, bv if bv is not None else hopper.planned_block_v(CP_SEQLENS[m], HV, V, sms))
+    builds = sorted({(H, HV, bv if bv is not None
+                      else hopper.planned_block_v(CP_SEQLENS[m], HV, V, sms, unit_norm_keys=True))
                      for H, HV in heads for m in mixes for bv in bvs})
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=min(len(builds), os.cpu_count() or 1),

@@ -972,7 +972,7 @@ def test_fit_all_fits_the_constants_and_the_width_jointly():
     rows, want = [], {}
     for HV in (4, 8, 16, 32):
         for mix, seqlens in (("1x32768", [32768]), ("1x16384", [16384])):
-            bv_t = 128 if cp._split_finely_at_64(seqlens, HV, 128, 132, truth) else 64
+            bv_t = 128 if cp._walks_at_128(seqlens, HV, 128, 132, truth) else 64
             p_t = cp.rule_p_longest(seqlens, HV, 128, bv_t, 132, truth)
             want[f"1/{HV} {mix}"] = (bv_t, p_t)
             for bv in (64, 128):

@@ -84,7 +84,7 @@ class CPParams:
     ``bench_serving/results/h200-session11/call5-cp-sweep/`` (heads 16/32, 2/8, 8/32, 4/16; rows
     1×32768, 1×16384, 1×8192, 28672+4096, 1×4096, 1×2048; V-block 64 and 128; P = 1…32) the rule's
     pick is 0.6 % slower than the best (V-block, P) per row, geometric mean, 8.3 % at worst (2/8
-    1×16384), with session 12's reading of the widening (:func:`_split_finely_at_64`; 4/16
+    1×16384), with session 12's reading of the widening (:func:`_walks_at_128`; 4/16
     28672+4096 had been 26 % slower at V-block 64, P = 2). Session 7's constants (min_chunks 32)
     scored 1.0 % and 27 % at worst on the same sweep: they gave 2/8 1×8192 P = 4 where 8 was best.
     Session 19 (tail starts, ``h200-session19/cp/cp-tail``, the same heads, rows 1×32768 … 1×4096,
@@ -116,8 +116,9 @@ class CPParams:
     # check, 2/8 1×8192 split 8 ways at 64 walked at 128 (0.094 ms GPU) where 64 took 0.080, and 2/8
     # 1×16384 at 0.125 where 64 took 0.117 (session 19's tail sweep). fit_wide_block on that sweep,
     # GPU-busy time: 0.02–0.04 pick the same (geomean 1.002 off the best (V-block, P) per row, worst
-    # 1.035 at 4/16 1×8192) against 1.016 / 1.172 without the check. None: the partition count alone
-    # decides (sessions 19–24).
+    # 1.035 at 4/16 1×8192) against 1.016 / 1.172 without the check; on session 25's sweep (2/8 and
+    # 4/16 × 1×8192 … 1×32768, the new walk) the pick is the measured best on all six rows. None: the
+    # partition count alone decides (sessions 19–24).
     wide_block_chunk_us: float | None = 0.02
     # The partition counts the rule weighs (:func:`candidate_parts`): powers of two only, or also the
     # counts that fill whole waves of the SMs with equal items (7 + 1 for 28672+4096 at 16/32: 256
@@ -438,11 +439,11 @@ def widen_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, blo
     if (block_v != 64 or head_v_dim % 128 or os.environ.get(DISABLE_ENV, "1") == "0"
             or _force_from_env() is not None):
         return block_v
-    wide = _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params or default_params(), tail)
+    wide = _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params or default_params(), tail)
     return 128 if wide else block_v
 
 
-def _split_finely_at_64(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail: bool = False) -> bool:
+def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail: bool = False) -> bool:
     """Whether a row walks at V-block 128 rather than 64 (:func:`widen_block_v`)."""
     # Judged among the sequences of at least half the longest's chunks: a much shorter one ends
     # early and leaves its SMs to the longest's partitions. Counting its CTAs split 4/16
@@ -731,7 +732,7 @@ def fit_wide_block(sweep: dict, params: CPParams = DEFAULT_PARAMS,
             logs, picks = [], {}
             for (heads, mix), times in rows.items():
                 seqlens, HV = meta[(heads, mix)]["seqlens"], int(heads.split("/")[1])
-                bv = 128 if _split_finely_at_64(seqlens, HV, 128, sms, p) else 64
+                bv = 128 if _walks_at_128(seqlens, HV, 128, sms, p) else 64
                 rule_p = rule_p_longest(seqlens, HV, 128, bv, sms, p)
                 if bv == 64 and rule_p <= 1:
                     continue            # not split: the width stays the walk rule's
