@@ -46,7 +46,10 @@ target_ctas, and the longest has at least min_seq_chunks chunks. Then the longes
 min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
 session 22, the counts that fill whole waves) whose phase 3 a cost model puts first
 (:func:`cp_estimate_us`: the walk's CTAs scheduled on the SMs in grid order, plus a cost per
-partition), every other sequence a share proportional to its chunk count. Everything is measured:
+partition), every other sequence a share proportional to its chunk count. The V-block (64 or 128)
+comes from the walk's rule, then :func:`widen_block_v`: 128 where the same cost model has a CP row
+ending first there (since session 25; with tail starts also a row that 64 leaves unsplit because its
+CTAs fill the SMs, where 128's split fits one wave). Everything is measured:
 ``bench_serving/kernels.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and
 the V-block widening) that lose least against the best (V-block, P) of every row, :func:`fit_cost`
 the model's, and :func:`compare_counts` whether counts other than powers of two win (``python -m
