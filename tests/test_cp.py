@@ -964,6 +964,31 @@ def test_fit_wide_block_finds_the_threshold():
     assert cp.fit_wide_block({"sms": 132, "rows": [r for r in rows if r["block_v"] == 64]}, base) is None
 
 
+def test_fit_wide_block_finds_the_model_check():
+    """Synthetic sweep (GPU-busy times) where each row is fastest at the width DEFAULT_PARAMS' model
+    check picks: 64 for 1/8 × 8192 and 16384 (split 8 ways at 64), 128 elsewhere. The partition
+    count alone (wide_block_chunk_us None) widens the 1/8 rows too, so the fit must return a charge."""
+    base = cp.DEFAULT_PARAMS
+    rows, want = [], {}
+    for HV in (8, 16, 32):
+        for mix, seqlens in (("1x8192", [8192]), ("1x16384", [16384]), ("1x32768", [32768])):
+            bv_t = 128 if cp._walks_at_128(seqlens, HV, 128, 132, base) else 64
+            want[f"1/{HV} {mix}"] = bv_t
+            for bv in (64, 128):
+                p_t = cp.rule_p_longest(seqlens, HV, 128, bv, 132, base)
+                for P in (1, 2, 4, 8, 16, 32):
+                    t = 1.0 + 0.1 * abs(P.bit_length() - p_t.bit_length()) + (0.5 if bv != bv_t else 0.0)
+                    rows.append({"heads": f"1/{HV}", "mix": mix, "seqlens": seqlens, "block_v": bv,
+                                 "p_longest": P, "forced": P, "ms": 2.0, "gpu_ms": t})
+    assert want["1/8 1x8192"] == 64 and want["1/8 1x16384"] == 64 and want["1/32 1x32768"] == 128
+    got = cp.fit_wide_block({"sms": 132, "rows": rows}, base)
+    assert got["geomean_slowdown"] == pytest.approx(1.0), got
+    assert got["wide_block_chunk_us"] is not None
+    assert {k: r["block_v"] for k, r in got["rows"].items()} == {k: v for k, v in want.items() if k in got["rows"]}
+    count_only = cp.fit_wide_block({"sms": 132, "rows": rows}, base, chunk_us=(None,))
+    assert count_only["geomean_slowdown"] > 1.01
+
+
 def test_fit_all_fits_the_constants_and_the_width_jointly():
     """Synthetic sweep at both widths where each row is fastest at what CPParams(132, 16, 32, 128)
     with widening from 2 partitions picks (the width, then that width's P): fit_all must find a rule
