@@ -19,6 +19,6 @@ def test_host_profile_cpu(tmp_path):
     for row in rep["rows"]:
         assert all(row[k] > 0 for k in ("plan", "stage", "api", "glue")) and "launches" not in row
         assert isinstance(row["prepare"], float)    # a difference of two timings: may round to ≤ 0
-    # 2/8: one 8K sequence is split (V-block 128, P = 8: session 11's sweep measured 0.139 ms there
-    # against 0.144 at 64 / P = 4, session 7's pick), 16×512 is not
-    assert long["cp_parts"] == [8] and long["block_v"] == 128 and short["cp_parts"] is None
+    # 2/8: one 8K sequence is split (V-block 64, P = 8: session 25's sweep measured 0.080 ms GPU there
+    # against 0.091 at 128 / P = 8, the pick before the width rule asked the cost model), 16×512 is not
+    assert long["cp_parts"] == [8] and long["block_v"] == 64 and short["cp_parts"] is None
