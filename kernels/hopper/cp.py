@@ -469,9 +469,10 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
         # transition), which the cost model (fitted on tail starts) does not price. Only where
         # 128's split fits one wave of CTAs, as in those rows: the model's picks past one wave here
         # (16/48 1×32768 P = 8, 16/64 28672+4096 7 + 1) were not measured.
+        if not tail:
+            return False
         parts128 = choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params)   # all: what launches
-        ctas128 = sum(parts128) * num_v_heads * max(1, head_v_dim // 128)
-        if not tail or max(parts128, default=1) < 2 or ctas128 > sms:
+        if max(parts128, default=1) < 2 or sum(parts128) * num_v_heads * max(1, head_v_dim // 128) > sms:
             return False
     return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params) > 0.0
 
