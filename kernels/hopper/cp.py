@@ -455,7 +455,8 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
     nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
     cmax = max(nch, default=0)
     long = [n for n, c in zip(seqlens, nch) if 2 * c >= cmax]
-    p64 = max(choose_parts(long, num_v_heads, head_v_dim, 64, sms, params), default=1)
+    parts64 = choose_parts(long, num_v_heads, head_v_dim, 64, sms, params)
+    p64 = max(parts64, default=1)
     if params.wide_block_chunk_us is None:
         return p64 >= params.wide_block_min_parts
     if 2 <= p64 < params.wide_block_min_parts:
@@ -474,17 +475,19 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
         parts128 = choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params)   # all: what launches
         if max(parts128, default=1) < 2 or sum(parts128) * num_v_heads * max(1, head_v_dim // 128) > sms:
             return False
-    return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params) > 0.0
+    return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params, parts64) > 0.0
 
 
 def wide_block_gain_us(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, sms: int,
-                       params: CPParams) -> float:
+                       params: CPParams, parts64: Sequence[int] | None = None) -> float:
     """µs the cost model has V-block 128 (at its own P) ending before V-block 64 (at its P) on these
-    sequences, after charging 128 ``params.wide_block_chunk_us`` per chunk (0 where that is None)."""
+    sequences, after charging 128 ``params.wide_block_chunk_us`` per chunk (0 where that is None).
+    ``parts64``: :func:`choose_parts` at 64 for these sequences, where the caller has it already."""
     nch = [(n + CHUNK - 1) // CHUNK for n in seqlens]
     est = {}
     for bv in (64, 128):
-        parts = choose_parts(seqlens, num_v_heads, head_v_dim, bv, sms, params)
+        parts = parts64 if bv == 64 and parts64 is not None else choose_parts(
+            seqlens, num_v_heads, head_v_dim, bv, sms, params)
         est[bv] = cp_estimate_us(nch, parts, num_v_heads * max(1, head_v_dim // bv), CP_COST_US[bv], sms)
     return est[64] - est[128] - (params.wide_block_chunk_us or 0.0) * sum(nch)
 
