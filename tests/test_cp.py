@@ -134,8 +134,11 @@ def test_min_seq_chunks_gates_cp():
     assert cp.choose_parts([4096], 8, 128, 64, 132, params) == [4]          # 64 chunks: 132 // 16 → 8, 64 // 16 → 4
     assert cp.choose_parts([2048], 8, 128, 64, 132, cp.CPParams(min_chunks=16, min_seq_chunks=32)) == [2]
     assert cp.choose_parts([2048], 8, 128, 64, 132, params) == [1]
-    # the fitted defaults (session 11): nothing under 8192 tokens is split, 2/8 1×8192 gets the sweep's best P
-    assert cp.choose_parts([8128], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [1]
+    # the fitted defaults (session 26): nothing under 6144 tokens is split (1×4096 lost on the wall there),
+    # the 7000-token prompt of 7000+600+300+200+92 is; 2/8 1×8192 gets the sweep's best P
+    assert cp.choose_parts([6080], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [1]
+    assert cp.choose_parts([4096], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [1]
+    assert max(cp.choose_parts([7000, 600, 300, 200, 92], 8, 128, 64, 132, cp.DEFAULT_PARAMS)) > 1
     assert cp.choose_parts([8192], 8, 128, 64, 132, cp.DEFAULT_PARAMS) == [8]
 
 
@@ -660,7 +663,7 @@ def test_fit_params_finds_min_seq_chunks_and_takes_the_faster_rule_repeat():
                          "forced": "rule", "ms": 99.0})
     res = cp.fit_params({"sms": 132, "rows": rows})
     assert res["geomean_slowdown"] == pytest.approx(1.0), res
-    assert res["params"]["min_seq_chunks"] == 128
+    assert 64 < res["params"]["min_seq_chunks"] <= 128     # above 1x4096, at most 1x8192's 128 chunks
     # a host hiccup in the first sample of P = 1 at 2/8 1×4096 (rule pick 1): the fast repeat wins
     slow = next(r for r in rows if r["heads"] == "2/8" and r["mix"] == "1x4096" and r["forced"] == 1)
     slow["ms"] = 9.0
@@ -794,9 +797,10 @@ def test_choose_block_v(seqlens, hv, want):
     for n in seqlens:
         cu.append(cu[-1] + n)
     plan = plan_prefill(torch.tensor(cu, dtype=torch.int32), device="meta")
-    # the plan's width is the walk rule's, widened where CP splits the row at 64 (1×32768 at 32 heads)
+    # the plan's width is the walk rule's, widened where CP splits the row at 64 (1×32768 and, since
+    # session 26's min_seq_chunks, the 7000-token prompt at 32 heads)
     widened = cp.widen_block_v(seqlens, hv, 128, want, 132)
-    assert widened == (128 if (seqlens, hv) == ([32768], 32) else want)
+    assert widened == (128 if (seqlens, hv) in (([32768], 32), ([7000, 600, 300, 200, 92], 32)) else want)
     assert hopper.plan_hopper(plan, hv, 128)["block_v"] == widened
 
 
@@ -879,8 +883,8 @@ def test_widen_block_v_asks_the_cost_model():
 
 def test_widen_block_v_splits_at_128_where_64_fills_the_sms_unsplit():
     """With tail starts a row that V-block 64 walks unsplit (its CTAs fill the SMs) walks at 128 with
-    partitions where the cost model has that ending first and they fit one wave: 128's chunk step
-    covers twice the columns for ~1.2× the time. 16/32 16384+16384: 128 CTAs of 256 chunks at 64,
+    partitions where the cost model has that ending first: 128's chunk step covers twice the columns
+    for ~1.2× the time. 16/32 16384+16384: 128 CTAs of 256 chunks at 64,
     against 128 of 128 chunks at 128 / P = 2 (session 25: 0.555 against 0.656 ms). Exact starts walk
     each partition twice, which the model does not price: unchanged."""
     p = cp.DEFAULT_PARAMS
@@ -889,11 +893,13 @@ def test_widen_block_v_splits_at_128_where_64_fills_the_sms_unsplit():
     assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p, tail=True) == 128
     assert cp.widen_block_v([16384, 16384], 32, 128, 64, 132, p, tail=False) == 64
     assert cp.widen_block_v([32768], 64, 128, 64, 132, p, tail=True) == 128
-    # ... only where 128's split fits one wave of CTAs (what was measured): 16/48 1×32768 (the model
-    # would take P = 8: 384 CTAs) and 16/64 28672+4096 (7 + 1: 512) stay at 64.
+    # ... also where 128's split takes more than one wave of CTAs (session 26's sweep, GPU ms):
+    # 16/48 1×32768 at 128 / P = 8 (384 CTAs) 0.833 against 1.150 at 64 unsplit, 16/64 28672+4096 at
+    # 7 + 1 (512) 1.082 against 1.259. Until session 26 both stayed at 64 (unmeasured then).
     assert cp.choose_parts([32768], 48, 128, 128, 132, p) == [8]
-    assert cp.widen_block_v([32768], 48, 128, 64, 132, p, tail=True) == 64
-    assert cp.widen_block_v([28672, 4096], 64, 128, 64, 132, p, tail=True) == 64
+    assert cp.widen_block_v([32768], 48, 128, 64, 132, p, tail=True) == 128
+    assert cp.choose_parts([28672, 4096], 64, 128, 128, 132, p) == [7, 1]
+    assert cp.widen_block_v([28672, 4096], 64, 128, 64, 132, p, tail=True) == 128
     # Neither width splits: the walk rule's width stays.
     assert cp.widen_block_v([8192] * 4, 32, 128, 64, 132, p, tail=True) == 64
     assert cp.widen_block_v([2048], 64, 128, 64, 132, p, tail=True) == 64

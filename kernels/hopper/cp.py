@@ -49,7 +49,7 @@ session 22, the counts that fill whole waves) whose phase 3 a cost model puts fi
 partition), every other sequence a share proportional to its chunk count. The V-block (64 or 128)
 comes from the walk's rule, then :func:`widen_block_v`: 128 where the same cost model has a CP row
 ending first there (since session 25; with tail starts also a row that 64 leaves unsplit because its
-CTAs fill the SMs, where 128's split fits one wave). Everything is measured:
+CTAs fill the SMs). Everything is measured:
 ``bench_serving/kernels.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and
 the V-block widening) that lose least against the best (V-block, P) of every row, :func:`fit_cost`
 the model's, and :func:`compare_counts` whether counts other than powers of two win (``python -m
@@ -101,11 +101,15 @@ class CPParams:
     target_ctas: int = 132       # split only where two partitions of each long sequence fit this many CTAs
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks (32 in sessions 7-10)
     max_parts: int = 32          # at most this many partitions per sequence
-    # No CP unless the longest sequence has this many chunks (8192 tokens; 32 before session 7): a
-    # CP call launches three kernels more than a plain one, and the sweep's 1×4096 and 1×2048 rows
-    # gain nothing on the GPU from a split (16/32: 1.26–1.4× slower; 2/8 1×4096: 11 % faster at P=4,
-    # which the host time of the three launches and the tables would take back in serving).
-    min_seq_chunks: int = 128
+    # No CP unless the longest sequence has this many chunks (6144 tokens; 8192 in sessions 7–25, 32
+    # before): a CP call launches four kernels more than a plain one, ~0.1–0.25 ms more host time on
+    # the H200 host with a cached plan (session 26's table: 183–350 µs against 75–84), which a short
+    # row's GPU gain does not repay. Session 26's sweep (``h200-session26/sweep7000``, all six head
+    # configs, GPU / wall ms): 1×4096 (64 chunks) splits faster on the GPU (16/32 0.145 → 0.107) but
+    # slower on the wall (0.152 → 0.24–0.37 on 16/48, 16/64, 4/16, 8/32); the 7000-token sequence of
+    # 7000+600+300+200+92 (110 chunks) gains on both (GPU 16/32 0.253 → 0.195, 2/8 0.210 → 0.090, 4/16
+    # 0.220 → 0.126). Any bound in 65–110 scores the same there; 96 keeps a margin from 64.
+    min_seq_chunks: int = 96
     # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
     # with that width's own split (twice the partitions, half as long). Session 11 (exact starts)
     # fitted 4: at 16/32 and 8/32 (P = 2 at 64) V-block 64 stayed 4-10 % ahead. With tail starts
@@ -467,13 +471,16 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
         # wall ms): 16/64 1×32768 1.023 at 128 / P = 2 against 1.259 at 64 unsplit; 16/32
         # 16384+16384 0.555 and 4/16 8192×4 0.293 against 0.656 and 0.324 (the table's call).
         # Only with tail starts: an exact start walks each partition twice (phase 1 builds its K×K
-        # transition), which the cost model (fitted on tail starts) does not price. Only where
-        # 128's split fits one wave of CTAs, as in those rows: the model's picks past one wave here
-        # (16/48 1×32768 P = 8, 16/64 28672+4096 7 + 1) were not measured.
+        # transition), which the cost model (fitted on tail starts) does not price. Also where
+        # 128's split needs more than one wave of CTAs (until session 26 it had to fit one):
+        # session 26's sweep (``h200-session26/sweep``, GPU ms) measured the model's picks there
+        # fastest or tied: 16/48 1×32768 128 / P 8 0.833 against 1.150 at 64 unsplit, 1×16384 P 5
+        # 0.445 / 0.581, 1×8192 P 5 0.259 / 0.299, 28672+4096 7 + 1 0.825 / 1.091; 16/64 28672+4096
+        # 7 + 1 1.082 / 1.259.
         if not tail:
             return False
         parts128 = choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params)   # all: what launches
-        if max(parts128, default=1) < 2 or sum(parts128) * num_v_heads * max(1, head_v_dim // 128) > sms:
+        if max(parts128, default=1) < 2:
             return False
     return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params, parts64) > 0.0
 
@@ -663,7 +670,7 @@ def rule_p_longest(seqlens: Sequence[int], HV: int, V: int, block_v: int, sms: i
 
 
 _GRID = {"target_ctas": [66, 132, 198, 264, 396, 528, 792, 1056], "min_chunks": [64, 32, 16, 8, 4, 2],
-         "max_parts": [32], "min_seq_chunks": [32, 64, 128]}
+         "max_parts": [32], "min_seq_chunks": [32, 64, 96, 128]}
 
 
 def _grid(grid: dict[str, Sequence[int]] | None):
