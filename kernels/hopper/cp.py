@@ -105,10 +105,13 @@ class CPParams:
     # before): a CP call launches four kernels more than a plain one, ~0.1–0.25 ms more host time on
     # the H200 host with a cached plan (session 26's table: 183–350 µs against 75–84), which a short
     # row's GPU gain does not repay. Session 26's sweep (``h200-session26/sweep7000``, all six head
-    # configs, GPU / wall ms): 1×4096 (64 chunks) splits faster on the GPU (16/32 0.145 → 0.107) but
-    # slower on the wall (0.152 → 0.24–0.37 on 16/48, 16/64, 4/16, 8/32); the 7000-token sequence of
-    # 7000+600+300+200+92 (110 chunks) gains on both (GPU 16/32 0.253 → 0.195, 2/8 0.210 → 0.090, 4/16
-    # 0.220 → 0.126). Any bound in 65–110 scores the same there; 96 keeps a margin from 64.
+    # configs): 1×4096 (64 chunks) splits faster on the GPU (16/32 0.145 → 0.107 ms) but, at the
+    # V-block-64 splits the rule would take, slower on the wall (4/16 0.136 → 0.238, 16/64 0.174 →
+    # 0.291); the 7000-token sequence of 7000+600+300+200+92 (110 chunks) splits faster on the GPU at
+    # every head config (16/32 0.253 → 0.195, 2/8 0.210 → 0.090, 4/16 0.220 → 0.126). Scored over the
+    # swept rows (``h200-session26/eval_min_seq_chunks.py``, the plan's pick against each row's best):
+    # 64 → GPU 1.013 / wall 1.087, any bound in 65–110 → 1.081 / 1.042, 128 → 1.161 / 1.069. 96 takes
+    # the wall's side and keeps a margin from 64.
     min_seq_chunks: int = 96
     # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
     # with that width's own split (twice the partitions, half as long). Session 11 (exact starts)
