@@ -482,8 +482,8 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
         # 7 + 1 1.082 / 1.259.
         if not tail:
             return False
-        parts128 = choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params)   # all: what launches
-        if max(parts128, default=1) < 2:
+        # whether the launch at 128 (all sequences, as plan_cp would split them) splits at all
+        if max(choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params), default=1) < 2:
             return False
     return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params, parts64) > 0.0
 
