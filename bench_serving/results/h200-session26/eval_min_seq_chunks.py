@@ -21,9 +21,7 @@ FILES = [RES / "h200-session26" / "sweep7000" / "cp_sweep.json", RES / "h200-ses
 
 
 def pick(seqlens, HV, params):
-    bv = hopper.choose_block_v(seqlens, HV, 128, 132)
-    if bv == 64 and cp._walks_at_128(seqlens, HV, 128, 132, params, tail=True):
-        bv = 128
+    bv = cp.widen_block_v(seqlens, HV, 128, hopper.choose_block_v(seqlens, HV, 128, 132), 132, params, tail=True)
     return bv, cp.rule_p_longest(seqlens, HV, 128, bv, 132, params)
 
 
