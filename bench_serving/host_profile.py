@@ -18,11 +18,19 @@ between repeats, never inside one). Parts:
   fresh       plan + a whole call on it, built anew each call: what a serving step pays
 On a machine without an sm_90 GPU (or with --stub) the kernels are always stubbed and `call` and
 `launches` are left out: the CPU parts alone, on CPU tensors.
+
+``--cprofile DIR`` (GPU only) also writes, per row, cProfile's top functions (by own time) over
+``--calls`` fresh calls and over as many calls on the cached plan: where the host time goes
+function by function, TileLang launches included (one TVM-FFI ``Function.__call__`` per launch).
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
+import os
+import pstats
 import sys
 import time
 
@@ -36,7 +44,8 @@ from qla_serve.kernels.hopper import cp
 
 K = V = 128
 SEQLENS = {"1x32768": [32768], "1x8192": [8192], "8192x4": [8192] * 4, "1024x8": [1024] * 8,
-           "16x512": [512] * 16, "256x1+4096": [1] * 256 + [4096], "28672+4096": [28672, 4096]}
+           "16x512": [512] * 16, "256x1+4096": [1] * 256 + [4096], "28672+4096": [28672, 4096],
+           "1x16384": [16384], "16384+16384": [16384] * 2, "64x128": [128] * 64}
 
 
 def best_us(fn, n: int, sync) -> float:
@@ -62,7 +71,24 @@ class _StubBackend:
         pass
 
 
-def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, n: int) -> dict:
+def write_cprofile(fn, n: int, sync, path: str) -> None:
+    """cProfile's view of n calls of fn (the GPU queue drained before and after), top 40 by own time."""
+    fn()
+    sync()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fn()
+    prof.disable()
+    sync()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(40)
+    with open(path, "w") as f:
+        f.write(f"{n} calls\n" + buf.getvalue())
+
+
+def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, n: int,
+            cprofile_dir: str | None = None, tag: str = "", unit_norm_keys: bool = False) -> dict:
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     T_, N = sum(seqlens), len(seqlens)
     cu = [0]
@@ -79,7 +105,7 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
     pool = torch.randn(N + 1, HV, V, K, **bf)
     idx = torch.arange(1, N + 1, dtype=torch.int32, device=dev)
     hinit = torch.ones(N, dtype=torch.bool, device=dev)
-    plan = plan_prefill(cu_cpu, device=dev)
+    plan = plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)
     args = dict(state_pool=pool, state_indices=idx, cu_seqlens=plan.cu_seqlens, plan=plan, out=out,
                 has_initial_state=hinit)
 
@@ -87,11 +113,11 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
         qla_serve.gdn_prefill(q, k, v, g, beta, **args)
 
     row = {"heads": f"{H}/{HV}"}
-    row["plan"] = best_us(lambda: plan_prefill(cu_cpu, device=dev), n, sync)
-    row["cp_tables"] = best_us(lambda: cp.plan_cp(plan_prefill(cu_cpu, device=dev), HV, V,
+    row["plan"] = best_us(lambda: plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys), n, sync)
+    row["cp_tables"] = best_us(lambda: cp.plan_cp(plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys), HV, V,
                                                   hopper.plan_hopper(plan, HV, V)["block_v"]), n, sync)
     row["cp_tables"] = round(row["cp_tables"] - row["plan"], 1)
-    row["prepare"] = round(best_us(lambda: hopper.prepare_plan(plan_prefill(cu_cpu, device=dev), HV, V), n, sync)
+    row["prepare"] = round(best_us(lambda: hopper.prepare_plan(plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys), HV, V), n, sync)
                            - row["plan"], 1)
     tables = [plan.cu_seqlens_cpu.numpy(), plan.chunk_offsets_cpu.numpy(), plan.chunk_bounds.cpu().numpy(),
               plan.seq_order.cpu().numpy()]
@@ -107,18 +133,22 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
         row["call"] = best_us(call, n, sync)
 
         def fresh():
-            p = plan_prefill(cu_cpu, device=dev)
+            p = plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)
             qla_serve.gdn_prefill(q, k, v, g, beta, **{**args, "plan": p, "cu_seqlens": p.cu_seqlens})
 
         row["fresh"] = best_us(fresh, n, sync)
+        if cprofile_dir:
+            write_cprofile(fresh, n, sync, os.path.join(cprofile_dir, f"cprof-{tag}-fresh.txt"))
+            write_cprofile(call, n, sync, os.path.join(cprofile_dir, f"cprof-{tag}-cached.txt"))
     noop = lambda *a, **kw: None  # noqa: E731
     patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0, persistent=None, tail_start=False: noop}
     saved_h = {name: getattr(hopper, name) for name in patched}
-    saved_cp = cp.phase_kernels, cp.combine_kernel
+    saved_cp = cp.phase_kernels, cp.combine_kernel, cp.tail_scan_kernel
     for name, fn in patched.items():
         setattr(hopper, name, fn)
     cp.phase_kernels = lambda var, tail=False: (noop, noop)
     cp.combine_kernel = lambda *a, **kw: noop
+    cp.tail_scan_kernel = lambda HV: noop
     try:
         row["glue"] = best_us(lambda: hopper.gdn_prefill_hopper(
             q, k, v, g, beta, state_pool=pool, state_indices=idx, has_initial_state=hinit, plan=plan,
@@ -126,7 +156,7 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
     finally:
         for name, fn in saved_h.items():
             setattr(hopper, name, fn)
-        cp.phase_kernels, cp.combine_kernel = saved_cp
+        cp.phase_kernels, cp.combine_kernel, cp.tail_scan_kernel = saved_cp
     if "call" in row:
         row["launches"] = round(row["call"] - row["api"] - row["glue"], 1)
     choice = plan.kernel_data.get(("hopper", HV, V)) or {}
@@ -144,6 +174,9 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=50, help="calls per timed repeat")
     ap.add_argument("--stub", action="store_true", help="stub the kernels even on a GPU")
     ap.add_argument("--out", help="write the rows as JSON here")
+    ap.add_argument("--unit-norm-keys", action="store_true",
+                    help="plans declare unit-norm keys (CP tail starts), as kernels.py's do")
+    ap.add_argument("--cprofile", metavar="DIR", help="also write cProfile's top functions per row here (GPU)")
     args = ap.parse_args(argv)
     gpu = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
     dev = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
@@ -152,13 +185,20 @@ def main(argv=None) -> int:
     for hv in args.heads.split(","):
         H, HV = (int(x) for x in hv.split("/"))
         for mix in args.mixes.split(","):
-            row = {"mix": mix, **profile(H, HV, SEQLENS[mix], dev, stub, args.calls)}
+            if args.cprofile:
+                os.makedirs(args.cprofile, exist_ok=True)
+            row = {"mix": mix, **profile(H, HV, SEQLENS[mix], dev, stub, args.calls, args.cprofile,
+                                         f"{H}-{HV}-{mix}", args.unit_norm_keys)}
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name() if gpu else "cpu", "stubbed": stub,
-                       "torch": torch.__version__, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name() if gpu else "cpu", "stubbed": stub, "unit_norm_keys": args.unit_norm_keys,
+                       "torch": torch.__version__,
+                       # TVM-FFI converts torch tensors through this C API when torch has it (else a
+                       # slower DLPack path per tensor argument of every launch)
+                       "dlpack_c_exchange_api": hasattr(torch.Tensor, "__dlpack_c_exchange_api__"),
+                       "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
     return 0
 
 

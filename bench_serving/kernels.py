@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -563,11 +564,19 @@ def prewarm(heads, mixes, timeout_s=240.0, jobs: int | None = None) -> float:
     while pending or running:
         while pending and len(running) < jobs:
             H, HV, mix = pending.pop(0)
+            # Each worker leads its own process group: TileLang compiles in child processes (nvcc),
+            # which a kill of the worker alone left running, loading the host's cores while rows
+            # were timed (session 26's table: the prewarm hit its timeout).
             running.append(subprocess.Popen([sys.executable, __file__, "--prewarm-worker", f"{H},{HV}",
-                                             "--mixes", mix]))
+                                             "--mixes", mix], start_new_session=True))
         if time.time() - t0 > timeout_s:
             for proc in running:
-                proc.kill()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for proc in running:
+                proc.wait()
             break
         time.sleep(0.1)
         running = [proc for proc in running if proc.poll() is None]
