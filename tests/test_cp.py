@@ -127,6 +127,29 @@ def test_rule(heads, seqlens, block_v, expect_cp):
         assert parts[nch.index(cmax)] == min(est, key=lambda P: (est[P], P))
 
 
+@pytest.mark.parametrize("HV, seqlens, expect", [
+    (48, [8192] * 4, [2] * 4),            # 192 CTAs whole: a second wave of 60 (session 26: 0.812 vs 0.896 ms)
+    (48, [16384] * 2, [4] * 2),           # 96 CTAs whole, 2 × 256 chunks (0.822 vs 0.863)
+    (64, [8192] * 4, [1] * 4),            # 256 CTAs: two full waves whole (1.007 vs 1.072 at P = 2)
+    (64, [16384] * 2, [1] * 2),           # 128 CTAs: one wave whole (0.999 vs 1.029)
+    (32, [8192] * 4, [1] * 4),            # 128 CTAs: one wave
+])
+def test_gated_rows_split_only_where_the_model_has_a_split_ending_first(HV, seqlens, expect):
+    """Past the target_ctas gate the cost model weighs P = 1 against the splits, each split charged
+    gated_split_us: session 26's sweep at V-block 128 picks these (its measured best on each)."""
+    assert cp.choose_parts(seqlens, HV, 128, 128, 132) == expect
+    off = dataclasses.replace(cp.DEFAULT_PARAMS, gated_split_us=None)
+    assert cp.choose_parts(seqlens, HV, 128, 128, 132, off) == [1] * len(seqlens)
+    # P is the argmin of the model over P = 1 and the candidates, the splits charged
+    nch = [(n + C - 1) // C for n in seqlens]
+    p = cp.DEFAULT_PARAMS
+    p_max = min(p.max_parts, max(nch) // p.min_chunks)
+    est = {1: cp.cp_estimate_us(nch, [1] * len(nch), HV, cp.CP_COST_US[128])}
+    for P in cp.candidate_parts(nch, HV, p_max, 132, p.any_count):
+        est[P] = cp.cp_estimate_us(nch, cp.parts_for_longest(nch, P), HV, cp.CP_COST_US[128]) + p.gated_split_us
+    assert expect[0] == min(est, key=lambda P: (est[P], P))
+
+
 def test_min_seq_chunks_gates_cp():
     """min_seq_chunks is a bound on the longest sequence alone: below it no CP, at it the usual P."""
     params = cp.CPParams(min_chunks=16, min_seq_chunks=64)

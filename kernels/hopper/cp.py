@@ -139,6 +139,18 @@ class CPParams:
     # (the model had predicted 0.592 / 0.565 / 0.287 / 0.186). Single sequences keep their powers of
     # two (they fill waves already). ``QLA_CP_ANY_COUNT=0`` weighs powers of two only.
     any_count: bool = True
+    # Rows the target_ctas gate keeps whole (their long sequences' CTAs fill more than half the
+    # SMs) may still split where the whole walk leaves a wave mostly idle: there the cost model
+    # weighs P = 1 too, and charges every split this many µs (phase 1, the tail scan and the
+    # combine, which its per-partition term leaves out). Session 26's sweep (``h200-session26/
+    # sweep``, GPU ms): 16/48 8192×4 at V-block 128 0.812 at P = 2 against 0.896 whole (192 CTAs:
+    # a second wave of 60), 16384+16384 0.822 at P = 4 against 0.863, while 16/64's 8192×4 and
+    # 16384+16384 (256 and 128 CTAs) are fastest whole; the model's gains against the measured ones
+    # put the charge at 6–48 µs. With 30 the plan's pick is the measured best on every (row,
+    # V-block) of that sweep (geometric mean 1.020 → 1.000 off the best, worst 1.143 → 1.000) and
+    # no pick of the other sweeps or of issue 3's table moves but those two rows. None: the gate
+    # alone decides (sessions 7–26).
+    gated_split_us: float | None = 30.0
 
 
 DEFAULT_PARAMS = CPParams()
@@ -296,8 +308,10 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     # their best (0.444 against 0.405, 0.267 against 0.255): 1.039 against 1.045 over the sweep.
     ctas = sum(c > 1 and 2 * c >= cmax for c in nch) * num_v_heads * max(1, head_v_dim // block_v)
     target = params.target_ctas * sms / 132.0       # the constants are fitted on a 132-SM H200
-    # Split only where two partitions of each long sequence fit the target (how finely: the model).
-    if 2 * ctas > target or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
+    # Split only where two partitions of each long sequence fit the target (how finely: the model),
+    # or, past the target, where the model has a split ending first (``gated_split_us``).
+    gated = 2 * ctas > target
+    if (gated and params.gated_split_us is None) or cmax < max(2 * params.min_chunks, params.min_seq_chunks):
         return [1] * N
     p_max = min(params.max_parts, cmax // params.min_chunks)
     if p_max < 2:
@@ -308,20 +322,24 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     # decodes, short prompts) walk as one item at every P.
     split = tuple(c for c in nch if p_max * c >= 2 * cmax)
     cost = CP_COST_US[block_v] if block_v in CP_COST_US else CP_COST_US[128]
-    P = _model_p(split, num_v_heads * max(1, head_v_dim // block_v), p_max, sms, params.any_count, cost)
+    P = _model_p(split, num_v_heads * max(1, head_v_dim // block_v), p_max, sms, params.any_count, cost,
+                 params.gated_split_us if gated else None)
     return parts_for_longest(nch, P)
 
 
 @functools.lru_cache(maxsize=4096)
 def _model_p(split: tuple[int, ...], ctas_per_part: int, p_max: int, sms: int, any_count: bool,
-             cost: tuple[float, float, float]) -> int:
+             cost: tuple[float, float, float], whole_us: float | None = None) -> int:
     """The candidate P (:func:`candidate_parts`) with the lowest :func:`cp_estimate_us` for these
-    sequences; ties to the fewer partitions. Kept per argument set: a serving step's batches repeat
-    their long sequences' shapes (an 8192-token chunk of a long prompt), and the model costs 55–105 µs
-    a batch in Python (CPU machine) against 4 for a lookup."""
+    sequences; ties to the fewer partitions. ``whole_us``: P = 1 is a candidate too, and every split
+    pays that much more. Kept per argument set: a serving step's batches repeat their long sequences'
+    shapes (an 8192-token chunk of a long prompt), and the model costs 55–105 µs a batch in Python
+    (CPU machine) against 4 for a lookup."""
     best = None
+    if whole_us is not None:
+        best = (cp_estimate_us(split, [1] * len(split), ctas_per_part, cost, sms), 1)
     for P in candidate_parts(split, ctas_per_part, p_max, sms, any_count):
-        t = cp_estimate_us(split, parts_for_longest(split, P), ctas_per_part, cost, sms)
+        t = cp_estimate_us(split, parts_for_longest(split, P), ctas_per_part, cost, sms) + (whole_us or 0.0)
         if best is None or t < best[0] - 1e-9:
             best = (t, P)
     return best[1]
