@@ -1,7 +1,8 @@
 """Host (CPU) cost of the primitives a qla-serve call is made of, on this machine: what one Python
-call, a numpy table op, a pinned staging buffer, an async host→device copy, a CUDA allocation, a torch
-op launch and a TVM-FFI call with a tensor (TileLang's launch path) each cost. Read beside host_profile.py's per-part figures: it tells
-whether a slow host is slow at everything (Python) or at some CUDA API calls.
+call, a numpy table op, a pinned staging buffer, an async host→device copy, a CUDA allocation, a
+torch op launch and a TVM-FFI call with a tensor (TileLang's launch path) each cost. Read beside
+host_profile.py's per-part figures: it tells whether a slow host is slow at everything (Python) or
+at some CUDA API calls. Needs a CUDA device.
 
     python bench_serving/host_micro.py [--out FILE]
 
@@ -35,6 +36,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("host_micro.py: no CUDA device here (it times CUDA API calls)", file=sys.stderr)
+        return 2
     dev = torch.device("cuda", torch.cuda.current_device())
     host = np.arange(2048, dtype=np.int32)
     pinned = torch.empty(2048, dtype=torch.int32, pin_memory=True)

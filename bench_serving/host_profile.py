@@ -19,9 +19,9 @@ between repeats, never inside one). Parts:
 On a machine without an sm_90 GPU (or with --stub) the kernels are always stubbed and `call` and
 `launches` are left out: the CPU parts alone, on CPU tensors.
 
-``--cprofile DIR`` (GPU only) also writes, per row, cProfile's top functions (by own time) over
-``--calls`` fresh calls and over as many calls on the cached plan: where the host time goes
-function by function, TileLang launches included (one TVM-FFI ``Function.__call__`` per launch).
+``--cprofile DIR`` (GPU only) also writes, per row, cProfile's top functions (by own time, µs per
+call) over ``--calls`` fresh calls and over as many calls on the cached plan: where the host time
+goes function by function, TileLang launches included (hopper's ``CompiledKernel.__call__``).
 """
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ class _StubBackend:
 
 
 def write_cprofile(fn, n: int, sync, path: str) -> None:
-    """cProfile's view of n calls of fn (the GPU queue drained before and after), top 40 by own time."""
+    """cProfile's view of n calls of fn (the GPU queue drained before and after): the 40 functions
+    with the most own time, in µs per call of fn (pstats' own table rounds to milliseconds)."""
     fn()
     sync()
     prof = cProfile.Profile()
@@ -81,10 +82,15 @@ def write_cprofile(fn, n: int, sync, path: str) -> None:
         fn()
     prof.disable()
     sync()
-    buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(40)
+    stats = pstats.Stats(prof).stats        # (file, line, name) → (calls, ncalls, own s, cum s, callers)
+    top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:40]
+    lines = [f"{n} calls; µs per call of the profiled function (cProfile's own overhead included)",
+             f"{'calls':>7} {'own µs':>9} {'cum µs':>9}  function"]
+    for (file, line, name), (_, ncalls, own, cum, _) in top:
+        where = name if file == "~" else f"{os.path.relpath(file) if file.startswith('/') else file}:{line}({name})"
+        lines.append(f"{ncalls / n:7.1f} {own / n * 1e6:9.1f} {cum / n * 1e6:9.1f}  {where}")
     with open(path, "w") as f:
-        f.write(f"{n} calls\n" + buf.getvalue())
+        f.write("\n".join(lines) + "\n")
 
 
 def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, n: int,
@@ -113,12 +119,12 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
         qla_serve.gdn_prefill(q, k, v, g, beta, **args)
 
     row = {"heads": f"{H}/{HV}"}
-    row["plan"] = best_us(lambda: plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys), n, sync)
-    row["cp_tables"] = best_us(lambda: cp.plan_cp(plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys), HV, V,
-                                                  hopper.plan_hopper(plan, HV, V)["block_v"]), n, sync)
+    new_plan = lambda: plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)  # noqa: E731
+    row["plan"] = best_us(new_plan, n, sync)
+    row["cp_tables"] = best_us(lambda: cp.plan_cp(new_plan(), HV, V, hopper.plan_hopper(plan, HV, V)["block_v"]),
+                               n, sync)
     row["cp_tables"] = round(row["cp_tables"] - row["plan"], 1)
-    row["prepare"] = round(best_us(lambda: hopper.prepare_plan(plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys), HV, V), n, sync)
-                           - row["plan"], 1)
+    row["prepare"] = round(best_us(lambda: hopper.prepare_plan(new_plan(), HV, V), n, sync) - row["plan"], 1)
     tables = [plan.cu_seqlens_cpu.numpy(), plan.chunk_offsets_cpu.numpy(), plan.chunk_bounds.cpu().numpy(),
               plan.seq_order.cpu().numpy()]
     row["stage"] = best_us(lambda: stage_int32(tables, dev), n, sync)
@@ -133,7 +139,7 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
         row["call"] = best_us(call, n, sync)
 
         def fresh():
-            p = plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)
+            p = new_plan()
             qla_serve.gdn_prefill(q, k, v, g, beta, **{**args, "plan": p, "cu_seqlens": p.cu_seqlens})
 
         row["fresh"] = best_us(fresh, n, sync)
@@ -193,8 +199,8 @@ def main(argv=None) -> int:
             print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name() if gpu else "cpu", "stubbed": stub, "unit_norm_keys": args.unit_norm_keys,
-                       "torch": torch.__version__,
+            json.dump({"device": torch.cuda.get_device_name() if gpu else "cpu", "stubbed": stub,
+                       "unit_norm_keys": args.unit_norm_keys, "torch": torch.__version__,
                        # TVM-FFI converts torch tensors through this C API when torch has it (else a
                        # slower DLPack path per tensor argument of every launch)
                        "dlpack_c_exchange_api": hasattr(torch.Tensor, "__dlpack_c_exchange_api__"),

@@ -148,8 +148,10 @@ class CPParams:
     # 16384+16384 (256 and 128 CTAs) are fastest whole; the model's gains against the measured ones
     # put the charge at 6–48 µs. With 30 the plan's pick is the measured best on every (row,
     # V-block) of that sweep (geometric mean 1.020 → 1.000 off the best, worst 1.143 → 1.000) and
-    # no pick of the other sweeps or of issue 3's table moves but those two rows. None: the gate
-    # alone decides (sessions 7–26).
+    # no pick of the other sweeps or of issue 3's table moves but those two rows. Out of sample,
+    # session 27's sweep (``h200-session27/sweep``: 8/32, 16/32, 16/64, 16/48 × 8192×4,
+    # 16384+16384, 1024×8, P 1–4): the pick is the measured best on all 12 rows (the gate alone:
+    # 1.015 off, 1.104 at worst). None: the gate alone decides (sessions 7–26).
     gated_split_us: float | None = 30.0
 
 
