@@ -41,12 +41,14 @@ def test_targets_count_wall_and_gpu_ratios(tmp_path):
 
 def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypatch):
     """FlashQLA's prewarm: every (heads, mix) pair gets its own worker, never more than ``jobs``
-    alive at once, and a worker still running at the deadline is killed."""
-    started, alive = [], []
+    alive at once, each leading its own process group, and a worker still running at the deadline
+    is killed with its group (its nvcc children with it)."""
+    started, alive, killed_groups = [], [], []
 
     class FakeProc:
-        def __init__(self, argv):
-            self.argv, self.polls, self.killed = argv, 0, False
+        def __init__(self, argv, **kw):
+            self.argv, self.kw, self.polls, self.killed = argv, kw, 0, False
+            self.pid = 1000 + len(started)
             started.append(self)
             alive.append(self)
             assert len([p for p in alive if p.polls < 2 and not p.killed]) <= 3
@@ -57,14 +59,22 @@ def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypa
                 alive.remove(self)
             return 0 if self.polls >= 2 else None
 
-        def kill(self):
-            self.killed = True
+        def wait(self):
+            return 0
+
+    def killpg(pid, sig):
+        killed_groups.append((pid, sig))
+        for p in started:
+            if p.pid == pid:
+                p.killed = True
 
     monkeypatch.setattr(kernels.subprocess, "Popen", FakeProc)
+    monkeypatch.setattr(kernels.os, "killpg", killpg)
     monkeypatch.setattr(kernels.time, "sleep", lambda s: None)
     kernels.prewarm([(16, 32), (2, 8)], ["1x8192", "8192x4", "16x512"], jobs=3)
     got = sorted((p.argv[p.argv.index("--prewarm-worker") + 1], p.argv[-1]) for p in started)
     assert got == sorted((h, m) for h in ("16,32", "2,8") for m in ("1x8192", "8192x4", "16x512"))
+    assert all(p.kw.get("start_new_session") for p in started) and killed_groups == []
 
     class Stuck(FakeProc):
         def poll(self):
@@ -77,6 +87,7 @@ def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypa
     monkeypatch.setattr(kernels.time, "time", lambda: next(clock))
     kernels.prewarm([(16, 32)], ["1x8192", "8192x4"], timeout_s=120, jobs=1)
     assert len(started) == 1 and started[0].killed                   # the deadline: killed, none after
+    assert killed_groups == [(started[0].pid, kernels.signal.SIGKILL)]
 
 
 def test_rows_that_disagree_with_fla_are_named_in_the_markdown(tmp_path):
