@@ -3,7 +3,7 @@
 # V-block 128, heads 8/32, 16/32, 16/64), then the kkt_solve two-chunks-per-CTA A/B (item 4).
 # Carry: .gpu-p/tlc26.tar.xz; ab-kkt/ (untracked) travels with the tree.
 t0=$SECONDS
-source bench_serving/results/h200-session27/scripts/common.sh || exit 1
+source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
 python3 bench_serving/host_micro.py --out $OUT/host_micro.json > $OUT/host_micro.log 2>&1; cat $OUT/host_micro.log
 timeout 120 python3 bench_serving/host_profile.py --heads 16/32,2/8,4/16 --mixes 1x8192,1x16384,16x512,8192x4 \

@@ -1,7 +1,7 @@
 # Session 27: issue 3's table (QLA / FlashQLA / FLA, same run) for HEADS, kernel caches carried
 # (QLA's tlc*.tar.xz and FlashQLA's tlc-fq.tar.xz: its prewarm then only loads).
 t0=$SECONDS
-source bench_serving/results/h200-session27/scripts/common.sh || exit 1
+source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
 end=$(( t0 + ${CALL_S:-560} ))
 timeout -k 5 $(( end - SECONDS - 5 )) python3 bench_serving/kernels.py --heads "${HEADS:?}" \
