@@ -13,23 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 import torch
 
+from host_profile import best_us as _best_us     # bench_serving/ (this script's folder) is on sys.path
+
 
 def best_us(fn, n: int = 200) -> float:
-    fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return round(best, 2)
+    return _best_us(fn, n, torch.cuda.synchronize, digits=2)
 
 
 def main(argv=None) -> int:

@@ -48,7 +48,9 @@ SEQLENS = {"1x32768": [32768], "1x8192": [8192], "8192x4": [8192] * 4, "1024x8":
            "1x16384": [16384], "16384+16384": [16384] * 2, "64x128": [128] * 64}
 
 
-def best_us(fn, n: int, sync) -> float:
+def best_us(fn, n: int, sync, digits: int = 1) -> float:
+    """Host µs per call of fn: best of 7 repeats of n calls, the GPU queue drained (``sync``) between
+    repeats, never inside one."""
     fn()
     sync()
     best = float("inf")
@@ -58,7 +60,7 @@ def best_us(fn, n: int, sync) -> float:
             fn()
         best = min(best, (time.perf_counter() - t0) / n * 1e6)
         sync()
-    return round(best, 1)
+    return round(best, digits)
 
 
 class _StubBackend:
@@ -111,7 +113,8 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
     pool = torch.randn(N + 1, HV, V, K, **bf)
     idx = torch.arange(1, N + 1, dtype=torch.int32, device=dev)
     hinit = torch.ones(N, dtype=torch.bool, device=dev)
-    plan = plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)
+    new_plan = lambda: plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)  # noqa: E731
+    plan = new_plan()
     args = dict(state_pool=pool, state_indices=idx, cu_seqlens=plan.cu_seqlens, plan=plan, out=out,
                 has_initial_state=hinit)
 
@@ -119,7 +122,6 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
         qla_serve.gdn_prefill(q, k, v, g, beta, **args)
 
     row = {"heads": f"{H}/{HV}"}
-    new_plan = lambda: plan_prefill(cu_cpu, device=dev, unit_norm_keys=unit_norm_keys)  # noqa: E731
     row["plan"] = best_us(new_plan, n, sync)
     row["cp_tables"] = best_us(lambda: cp.plan_cp(new_plan(), HV, V, hopper.plan_hopper(plan, HV, V)["block_v"]),
                                n, sync)
