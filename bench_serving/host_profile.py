@@ -16,6 +16,10 @@ between repeats, never inside one). Parts:
   call        a whole call on the cached plan, kernels launched
   launches    call − api − glue: what the TileLang launches cost on the host
   fresh       plan + a whole call on it, built anew each call: what a serving step pays
+  *_cold      plan / prepare / fresh with the host caches emptied before each call
+              (qla_serve.plan.clear_host_caches): a batch shape seen for the first time. The
+              others are what a repeated shape pays (the host tables and choices are kept per
+              batch shape; the device tables are copied anew for every plan either way)
 On a machine without an sm_90 GPU (or with --stub) the kernels are always stubbed and `call` and
 `launches` are left out: the CPU parts alone, on CPU tensors.
 
@@ -38,7 +42,7 @@ import torch
 
 import qla_serve
 from qla_serve import dispatch, plan_prefill
-from qla_serve.plan import stage_int32
+from qla_serve.plan import clear_host_caches, stage_int32
 from qla_serve.kernels import hopper
 from qla_serve.kernels.hopper import cp
 
@@ -123,10 +127,13 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
 
     row = {"heads": f"{H}/{HV}"}
     row["plan"] = best_us(new_plan, n, sync)
+    row["plan_cold"] = best_us(lambda: (clear_host_caches(), new_plan()), n, sync)
     row["cp_tables"] = best_us(lambda: cp.plan_cp(new_plan(), HV, V, hopper.plan_hopper(plan, HV, V)["block_v"]),
                                n, sync)
     row["cp_tables"] = round(row["cp_tables"] - row["plan"], 1)
     row["prepare"] = round(best_us(lambda: hopper.prepare_plan(new_plan(), HV, V), n, sync) - row["plan"], 1)
+    row["prepare_cold"] = round(best_us(lambda: (clear_host_caches(), hopper.prepare_plan(new_plan(), HV, V)), n, sync)
+                                - row["plan_cold"], 1)
     tables = [plan.cu_seqlens_cpu.numpy(), plan.chunk_offsets_cpu.numpy(), plan.chunk_bounds.cpu().numpy(),
               plan.seq_order.cpu().numpy()]
     row["stage"] = best_us(lambda: stage_int32(tables, dev), n, sync)
@@ -145,6 +152,7 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
             qla_serve.gdn_prefill(q, k, v, g, beta, **{**args, "plan": p, "cu_seqlens": p.cu_seqlens})
 
         row["fresh"] = best_us(fresh, n, sync)
+        row["fresh_cold"] = best_us(lambda: (clear_host_caches(), fresh()), n, sync)
         if cprofile_dir:
             write_cprofile(fresh, n, sync, os.path.join(cprofile_dir, f"cprof-{tag}-fresh.txt"))
             write_cprofile(call, n, sync, os.path.join(cprofile_dir, f"cprof-{tag}-cached.txt"))

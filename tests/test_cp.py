@@ -23,6 +23,12 @@ from qla_serve.reference import kv_to_pool, pool_to_kv, token_recurrence
 C = 64
 
 
+@pytest.fixture(autouse=True)
+def _poisoned_cp_buffer(monkeypatch):
+    """Every CP call here NaN-fills its buffer first: a start read from a row nothing wrote shows."""
+    monkeypatch.setenv(cp.POISON_ENV, "1")
+
+
 # ---------------------------------------------------------------------------------------------- tables
 
 
@@ -38,7 +44,8 @@ def check_tables(seqlens, tab: cp.CPTables):
     assert tab.cu_seqlens_v.tolist() == cu_v and tab.cu_seqlens_v.dtype == torch.int32
     vs = list(tab.vs_offsets_h)
     assert tab.vs_offsets.tolist() == vs and len(vs) == N + 1 and vs[-1] == len(cu_v) - 1
-    seq_of_v, last_v = tab.seq_of_v.tolist(), tab.last_v.tolist()
+    seq_of_v, last_v, prev_row_v = tab.seq_of_v.tolist(), tab.last_v.tolist(), tab.prev_row_v.tolist()
+    assert tab.prev_row_v.dtype == torch.int32
     # dtypes and shapes the kernels are compiled for; last_v travels packed in the int32 staging buffer
     assert tab.last_v.dtype == torch.uint8 and tuple(tab.last_v.shape) == (len(cu_v) - 1,)
     assert tab.seq_of_v.dtype == torch.int32 and tuple(tab.part_bounds.shape) == (len(tab.bounds), 2)
@@ -55,6 +62,8 @@ def check_tables(seqlens, tab: cp.CPTables):
             vi = vs[j] + p
             assert seq_of_v[vi] == j
             assert last_v[vi] == (1 if p == P - 1 else 0)
+            # phase 3 may start from the previous partition's h only with tail starts
+            assert prev_row_v[vi] == (rows[j] + p - 1 if tab.tail_ends is not None and p > 0 else -1)
             bos, eos = cu_v[vi], cu_v[vi + 1]
             assert (bos - cu[j]) % C == 0, "partition starts must be chunk-aligned from the sequence start"
             if p < P - 1:
@@ -197,14 +206,39 @@ def test_plan_cp_host_only(monkeypatch):
     assert cp.plan_cp(plan2, 8, 128, 64) is None
 
 
+def test_plan_choices_follow_the_environment_through_the_caches(monkeypatch):
+    """The V-block, walk form and CP split are kept per batch shape; a changed override variable is
+    part of the key, so it is never answered from the cache."""
+    from qla_serve.kernels import hopper
+
+    for name in (hopper.BLOCK_V_ENV, hopper.PERSISTENT_ENV) + cp.CHOICE_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    cu = torch.tensor([0, 32768], dtype=torch.int32)
+    first = hopper.plan_hopper(plan_prefill(cu), 8, 128)
+    assert hopper.plan_hopper(plan_prefill(cu), 8, 128) == first
+    for width in ("64", "128"):
+        monkeypatch.setenv(hopper.BLOCK_V_ENV, width)
+        assert hopper.plan_hopper(plan_prefill(cu), 8, 128)["block_v"] == int(width)
+    monkeypatch.delenv(hopper.BLOCK_V_ENV)
+    assert hopper.plan_hopper(plan_prefill(cu), 8, 128) == first
+    bv = first["block_v"]
+    assert max(cp.plan_cp(plan_prefill(cu), 8, 128, bv).parts) > 2
+    monkeypatch.setenv(cp.FORCE_ENV, "2")
+    assert cp.plan_cp(plan_prefill(cu), 8, 128, bv).parts == (2,)
+    monkeypatch.delenv(cp.FORCE_ENV)
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")
+    assert cp.plan_cp(plan_prefill(cu), 8, 128, bv) is None
+
+
 # ---------------------------------------------------------------------------------------------- CP math
 
 
-def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode="fp64"):
+def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode="fp64", ignore_prev=False):
     """Torch emulations of the three phases with the GPU kernels' signatures. Phases 1 and 3 walk the
     fp64 token recurrence (g, beta captured; the gcum/a arguments are the kkt outputs the kernels use).
     combine_mode: "fp64" exact, "split" the kernel's bf16 hi+lo arithmetic (fp32 accumulate),
-    "no_m" a deliberately wrong combine (S = h) to show the test can fail."""
+    "no_m" a deliberately wrong combine (S = h) to show the test can fail. ``ignore_prev``: a phase 3
+    that always reads the combine's row (wrong with tail starts, which skip those copies)."""
     calls = []
 
     def walk(q, k, v, b, e, S0):
@@ -252,7 +286,12 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
                 S = pool[slot].double()
             P = vs[j + 1] - vs[j]
             for p in range(P):
-                starts[vs[j] + p] = S.float()
+                # the tail-start combine writes a start only where phase 3 reads it: not where the
+                # previous partition was a tail start (phase 3 takes that h from scratch)
+                keep = torch.ones(starts.shape[1], dtype=torch.bool)
+                if tail is not None and p > 0:
+                    keep = tail[rows[j] + p - 1] == 0
+                starts[vs[j] + p][keep] = S.float()[keep]
                 if p < P - 1:
                     h = scratch[rows[j] + p].double()
                     Mst = scratch[num_partial + rows[j] + p].double()    # vk: Mᵀ, kv: M
@@ -274,16 +313,23 @@ def torch_phases(g, beta, layout, scale=None, use_qk_l2norm=False, combine_mode=
                         assert (Mst[took] == 0).all(), "a tail start must store M_p = 0"
                         S[took] = h[took]
 
-    def from_starts(q, k, v, gcum, a, cu_v, slot_v, last_v, starts, pool, out, null_slot):
+    def from_starts(q, k, v, gcum, a, cu_v, seq_of_v, prev_row_v, tail, idx, last_v, cp_buf, start_base, pool,
+                    out, null_slot):
         calls.append("from_starts")
-        assert slot_v.dtype == torch.int32
+        assert seq_of_v.dtype == prev_row_v.dtype == tail.dtype == torch.int32
         cu = cu_v.tolist()
-        for vi, (slot, last) in enumerate(zip(slot_v.tolist(), last_v.tolist())):
+        HV = v.shape[1]
+        for vi, (seq, prev, last) in enumerate(zip(seq_of_v.tolist(), prev_row_v.tolist(), last_v.tolist())):
+            slot = int(idx[seq])
             b, e = cu[vi], cu[vi + 1]
             if slot < 0 or slot == null_slot:
                 out[b:e] = 0
                 continue
-            o, fin = walk(q, k, v, b, e, pool_to_kv(starts[vi].double(), layout))
+            # per head: the previous partition's h where it was a tail start, else the combine's row
+            rows = [prev if prev >= 0 and int(tail[prev, hv]) > 0 and not ignore_prev else start_base + vi
+                    for hv in range(HV)]
+            S0 = cp_buf[rows, torch.arange(HV)].double()
+            o, fin = walk(q, k, v, b, e, pool_to_kv(S0, layout))
             out[b:e] = o.to(out.dtype)
             if last:
                 pool[slot] = kv_to_pool(fin[0], layout).to(pool.dtype)
@@ -302,7 +348,7 @@ def chunk_local_cumsum(g: torch.Tensor, cu: list[int]) -> torch.Tensor:
 
 def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.float32, gate_scale=2.0,
              zero_gate_heads=(), very_negative=False, hinit_mode="mix", null_slot=0, skip=(), seed=0,
-             combine_mode="fp64", use_qk_l2norm=False, beta_scale=1.0, tail=False):
+             combine_mode="fp64", use_qk_l2norm=False, beta_scale=1.0, tail=False, ignore_prev=False):
     q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.float32, gate_scale=gate_scale,
                                        seed=seed, normalize_k=not use_qk_l2norm)
     beta = beta * beta_scale
@@ -324,7 +370,7 @@ def run_case(seqlens, parts, *, H=1, HV=2, D=32, layout="vk", pool_dtype=torch.f
 
     tab = cp.build_tables(seqlens, parts, tail=tail)
     partials, combine, from_starts, calls = torch_phases(g, beta, layout, use_qk_l2norm=use_qk_l2norm,
-                                                         combine_mode=combine_mode)
+                                                         combine_mode=combine_mode, ignore_prev=ignore_prev)
     out = torch.full_like(v, float("nan"))
     T = v.shape[0]
     gcum = chunk_local_cumsum(g, cu.tolist())     # what kkt_solve hands the phases (tail starts read it)
@@ -409,6 +455,10 @@ def test_cp_math_with_tail_starts_stays_exact(layout, monkeypatch):
     assert (w[:, 1] == 0).all() and (w[:, [0, 2]] > 0).all()
     assert (w[:, [0, 2]] < nch[:, None] // 2).all()          # most of each partition's walk is skipped
     assert e_o < 1e-6 and e_s < 1e-6
+    # The combine skipped the copies phase 3 takes from scratch (the buffer is NaN-poisoned): a phase
+    # 3 that reads the combine's rows anyway sees unwritten starts.
+    with pytest.raises(AssertionError, match="unwritten outputs"):
+        run_case([3200, 900], [4, 2], seed=case_seed("tail", 11), ignore_prev=True, **kw)
     # Weak gates (−0.64 a chunk on average) and a threshold of 1: the tail drops ~e^-1 of the start.
     monkeypatch.setattr(cp, "TAIL_LOG_DECAY", 1.0)
     e_o, e_s, _ = run_case([3200, 900], [4, 2], seed=case_seed("tail", 11), **(kw | dict(gate_scale=0.02)))

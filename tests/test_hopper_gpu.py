@@ -390,7 +390,9 @@ CP_COMBINE_CASES = [
 def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode, tail):
     """The combine kernel alone vs an fp64 chain on random h / M (M scaled like a contraction).
     ``tail``: the tail-start form, with M_p = 0 where a random tail says w > 0 (as phase 1 stores
-    it): the chain's value, and bit for bit what the exact form gives on the same scratch."""
+    it): bit for bit what the exact form gives on the same scratch where it writes a start, and
+    no write where the previous partition was a tail start (phase 3 reads that h from scratch:
+    there the exact form's start must equal it)."""
     from qla_serve.kernels import hopper
     from qla_serve.kernels.hopper import cp
 
@@ -427,7 +429,19 @@ def test_cp_combine_kernel(tag, seqlens, parts, HV, bv, pdt, layout, hmode, tail
         kern(pool, idx_d, hinit_d, tab.vs_offsets, tab.row_offsets, scratch, starts, nsp, 0, w.to(DEV))
     torch.cuda.synchronize()
     if tail:
-        assert torch.equal(starts, exact), f"{tag}: the tail form must give the exact form's numbers"
+        from_h = torch.zeros(tab.num_virtual, HV, dtype=torch.bool)    # starts phase 3 takes from scratch
+        for j in range(N):
+            for p in range(1, tab.vs_offsets_h[j + 1] - tab.vs_offsets_h[j]):
+                from_h[tab.vs_offsets_h[j] + p] = w[tab.row_offsets_h[j] + p - 1] > 0
+        assert from_h.any() and (~from_h).any()
+        assert torch.isnan(starts[from_h.to(DEV)]).all(), f"{tag}: the tail form wrote a start phase 3 skips"
+        written = (~from_h).to(DEV)
+        assert torch.equal(starts[written], exact[written]), f"{tag}: the tail form must give the exact form's numbers"
+        for vi, hv in from_h.nonzero().tolist():
+            j = next(j for j in range(N) if tab.vs_offsets_h[j] <= vi < tab.vs_offsets_h[j + 1])
+            row = tab.row_offsets_h[j] + vi - tab.vs_offsets_h[j] - 1
+            assert torch.equal(exact[vi, hv], scratch[row, hv]), f"{tag}: a tail start's S must be its h"
+        starts = exact
     assert torch.equal(pool, pool_before), "combine must not write the pool"
     ref = _cp_tables_ref_chain(pool, idx, hinit, tab, scratch, layout, 0)
     assert not torch.isnan(starts).any(), f"{tag}: unwritten starts"
@@ -468,6 +482,7 @@ def test_cp_prefill_matches_oracle_and_non_cp(tag, seqlens, H, HV, kw, P, block_
     from qla_serve.kernels.hopper import cp
 
     monkeypatch.setenv(cp.TAIL_ENV, "1" if tail else "0")
+    monkeypatch.setenv(cp.POISON_ENV, "1")       # a start read from a row nothing wrote shows as NaN
 
     case = make_case(seqlens, H, HV, seed=case_seed(tag), **kw)
     if zero_head is not None:
@@ -534,6 +549,7 @@ def test_cp_cuda_graph_replay(monkeypatch):
     from qla_serve.kernels.hopper import cp
 
     monkeypatch.setenv(cp.FORCE_ENV, "8")
+    monkeypatch.setenv(cp.POISON_ENV, "1")
     seqlens = [5000, 64, 1]
     T = sum(seqlens)
     case = make_case(seqlens, 2, 4, gmax=2.0, seed=21, skip_every=0)

@@ -28,6 +28,7 @@ Per-batch choices (the V-block width, CP partitions) come from the host plan (:f
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import threading
@@ -36,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import torch
+
+from qla_serve.plan import HOST_CACHES
 
 CHUNK = 64
 SUPPORTED_DK = (128,)
@@ -593,20 +596,14 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
     if got is not None and "ctas" in got:
         return got
     sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
-    forced = os.environ.get(BLOCK_V_ENV)
-    if got is not None:                 # a caller (tests, the benches) set the width, maybe the form
-        block_v = int(got["block_v"])
-    elif forced:
-        block_v = int(forced)
-        if block_v not in KERNEL_BLOCK_V or head_v_dim % block_v:
-            raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
-                             f"and divide head_v_dim {head_v_dim}")
-    else:
-        block_v = planned_block_v(plan.seqlens, num_v_heads, head_v_dim, sms, plan.unit_norm_keys)
-    # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
-    # a second), never more CTAs than items.
+    if got is None:
+        got = dict(_host_choice(plan.seqlens, num_v_heads, head_v_dim, sms, plan.unit_norm_keys, _choice_env()))
+        plan.kernel_data[key] = got
+        return got
+    # a caller (tests, the benches) set the width, maybe the form
+    block_v = int(got["block_v"])
     items = plan.num_seqs * num_v_heads * (head_v_dim // block_v)
-    if got is not None and "persistent" in got:
+    if "persistent" in got:
         persistent = bool(got["persistent"])
     else:
         persistent = persistent_walk()
@@ -615,6 +612,41 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
     got = {"block_v": block_v, "persistent": persistent, "ctas": max(1, min(items, sms))}
     plan.kernel_data[key] = got
     return got
+
+
+def _choice_env() -> tuple[str, ...]:
+    """The environment the plan's choices read (forced widths and forms, CP switches): part of the
+    key of :func:`_host_choice`, so a changed variable is never answered from the cache."""
+    from . import cp
+
+    return tuple(os.environ.get(name, "") for name in (BLOCK_V_ENV, PERSISTENT_ENV) + cp.CHOICE_ENVS)
+
+
+@functools.lru_cache(maxsize=256)
+def _host_choice(seqlens: tuple[int, ...], num_v_heads: int, head_v_dim: int, sms: int, unit_norm_keys: bool,
+                 env: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """:func:`plan_hopper`'s choice for a batch shape (V-block, walk form, CTA count), a pure function
+    of host data and ``env`` (:func:`_choice_env`), kept per batch shape: a serving engine's batches
+    repeat their shapes, and the choice costs 20–60 µs of Python on the CPU machine (the V-block's
+    CP cost models)."""
+    forced = env[0]
+    if forced:
+        block_v = int(forced)
+        if block_v not in KERNEL_BLOCK_V or head_v_dim % block_v:
+            raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
+                             f"and divide head_v_dim {head_v_dim}")
+    else:
+        block_v = planned_block_v(seqlens, num_v_heads, head_v_dim, sms, unit_norm_keys)
+    # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
+    # a second), never more CTAs than items.
+    items = len(seqlens) * num_v_heads * (head_v_dim // block_v)
+    persistent = persistent_walk()
+    if persistent is None:
+        persistent = persistent_pays(seqlens, num_v_heads * (head_v_dim // block_v), block_v, sms)
+    return (("block_v", block_v), ("persistent", persistent), ("ctas", max(1, min(items, sms))))
+
+
+HOST_CACHES.append(_host_choice)
 
 
 def prepare_plan(plan, num_v_heads: int, head_v_dim: int = 128) -> None:

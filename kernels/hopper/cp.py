@@ -17,12 +17,13 @@ so γ and Aβ of a partition are those of the real sequence):
     2. combine    (:mod:`cp_combine`): per real sequence j, S = pool[slot_j] (or 0), then for each
                   partition p: ``starts[vs_j + p] = S``; ``S = M_p S + h_p`` (p < P_j − 1).
     3. from_starts (fused_fwd, phase 3): every *virtual* sequence (all partitions of all
-                  sequences; a non-CP sequence is one) walks from ``starts[v]``, writes its output,
-                  and the last partition of each real sequence stores its final state to the pool.
+                  sequences; a non-CP sequence is one) walks from ``starts[v]`` (with tail starts:
+                  from h_{p−1} where partition p − 1 was one, and the combine skips that copy),
+                  writes its output, and the last partition of each real sequence stores its final
+                  state to the pool (its slot gathered in the kernel: ``state_indices[seq_of_v]``).
 
 Everything here is computed from host data only (plan.seqlens, head counts, SM count): no device
-read, no sync; the one device-side step is ``slot_v = state_indices[seq_of_v]`` (a gather on the
-stream), so a call is CUDA-graph capturable for a fixed plan.
+read, no sync, so a call is CUDA-graph capturable for a fixed plan.
 
 Tail starts (the default where the keys are unit-norm: the op's ``use_qk_l2norm`` or the plan's
 ``unit_norm_keys``; ``QLA_CP_TAIL=0`` turns them off, ``=1`` on for every call). On the H200 (session
@@ -69,15 +70,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from qla_serve.plan import stage_int32
+from qla_serve.plan import HOST_CACHES, StagedInt32
 
 CHUNK = 64
 FORCE_ENV = "QLA_CP_PARTS"       # sweep aid: force P for the longest sequence (1 = CP off)
 DISABLE_ENV = "QLA_CP"           # QLA_CP=0 turns CP off
 TAIL_ENV = "QLA_CP_TAIL"         # 0: never tail starts; 1: for every call (its caller vouches for unit-norm keys)
+POISON_ENV = "QLA_CP_POISON"     # 1: NaN-fill the CP buffer every call (tests)
 COUNTS_ENV = "QLA_CP_ANY_COUNT"  # 0 / 1: the rule weighs powers of two only / any count (CPParams.any_count)
 TAIL_LOG_DECAY = 45.0            # a tail counts once it decays the state by e^-45 < 2^-64
 TAIL_MAX_CHUNKS = 256            # chunk ends examined per partition (none found there: exact walk)
+CHOICE_ENVS = (DISABLE_ENV, FORCE_ENV, TAIL_ENV, COUNTS_ENV)    # what the plan's CP choices read
 
 
 @dataclass(frozen=True)
@@ -329,6 +332,16 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     return parts_for_longest(nch, P)
 
 
+@functools.lru_cache(maxsize=256)
+def _choose_parts_kept(seqlens: tuple[int, ...], num_v_heads: int, head_v_dim: int, block_v: int, sms: int,
+                       params: CPParams, force: int | None) -> tuple[int, ...]:
+    """:func:`choose_parts` kept per batch shape (its arguments say everything it reads)."""
+    return tuple(choose_parts(seqlens, num_v_heads, head_v_dim, block_v, sms, params, force))
+
+
+HOST_CACHES.append(_choose_parts_kept)
+
+
 @functools.lru_cache(maxsize=4096)
 def _model_p(split: tuple[int, ...], ctas_per_part: int, p_max: int, sms: int, any_count: bool,
              cost: tuple[float, float, float], whole_us: float | None = None) -> int:
@@ -347,6 +360,9 @@ def _model_p(split: tuple[int, ...], ctas_per_part: int, p_max: int, sms: int, a
     return best[1]
 
 
+HOST_CACHES.append(_model_p)
+
+
 @dataclass(frozen=True)
 class CPTables:
     """CP tables for one batch (host lists + device copies). NSV virtual sequences, NSP partials."""
@@ -363,6 +379,9 @@ class CPTables:
     part_bounds: torch.Tensor       # [NSP, 2] int32
     vs_offsets: torch.Tensor        # [N+1] int32
     row_offsets: torch.Tensor       # [N] int32
+    # [NSV] int32: the partial row of the partition before each virtual one (-1 on a sequence's
+    # first, and on every one without tail starts): phase 3 starts from that h where it was a tail start
+    prev_row_v: torch.Tensor
     # Tail starts only: [NSP, W] int32 token index of each partition's chunk ends, its last chunk
     # first, -1 past its first chunk (W = its longest partition's chunks, at most TAIL_MAX_CHUNKS).
     tail_ends: torch.Tensor | None = None
@@ -379,9 +398,38 @@ class CPTables:
 def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.device | str = "cpu",
                  tail: bool = False) -> CPTables:
     """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces.
-    ``tail``: also the chunk-end table that :func:`tail_chunks` reads."""
+    ``tail``: also the chunk-end table that :func:`tail_chunks` reads. The host side is kept per
+    (lengths, parts, tail) (:func:`_host_tables`); every call copies its own device tables."""
+    device = torch.device(device)
+    host = _host_tables(tuple(int(n) for n in seqlens), tuple(int(p) for p in parts), bool(tail),
+                        device.type == "cuda")
+    staged = host.staged.to(device)
+    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d, prev_d = staged[:7]
+    return CPTables(
+        parts=host.parts, cu_v=host.cu_v, bounds=host.bounds, vs_offsets_h=host.vs_offsets_h,
+        row_offsets_h=host.row_offsets_h,
+        cu_seqlens_v=cu_d, seq_of_v=seq_d, last_v=last_d.view(torch.uint8)[:len(host.cu_v) - 1],
+        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d, prev_row_v=prev_d,
+        tail_ends=staged[7].view(len(host.bounds), -1) if len(staged) > 7 else None)
+
+
+@dataclass(frozen=True)
+class _HostCPTables:
+    parts: tuple[int, ...]
+    cu_v: tuple[int, ...]
+    bounds: tuple[tuple[int, int], ...]
+    vs_offsets_h: tuple[int, ...]
+    row_offsets_h: tuple[int, ...]
+    staged: Any                     # qla_serve.plan.StagedInt32 of the device tables, in CPTables' order
+
+
+@functools.lru_cache(maxsize=256)
+def _host_tables(seqlens: tuple[int, ...], parts: tuple[int, ...], tail: bool, pinned: bool) -> _HostCPTables:
+    """:func:`build_tables`' host work, a pure function of its arguments: kept per batch shape like
+    the plan's own tables (``qla_serve.plan._host_tables``). Built anew, the CP tables cost 125 µs of
+    a fresh CP call on the H200 host (session 27's host profile)."""
     assert len(parts) == len(seqlens)
-    cu_v, bounds, vs, rows, seq_of_v, last_v = [0], [], [0], [], [], []
+    cu_v, bounds, vs, rows, seq_of_v, last_v, prev_row = [0], [], [0], [], [], [], []
     bos = 0
     for j, (n, P) in enumerate(zip(seqlens, parts)):
         nch = (n + CHUNK - 1) // CHUNK
@@ -398,16 +446,18 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
             cu_v.append(edges[p + 1])
             seq_of_v.append(j)
             last_v.append(1 if p == P - 1 else 0)
+            prev_row.append(len(bounds) - 1 if tail and p > 0 else -1)
             if p < P - 1:
                 bounds.append((edges[p], edges[p + 1]))
         vs.append(len(cu_v) - 1)
         bos += n
-    # One staged host→device copy for all six tables (qla_serve.plan.stage_int32): int32 throughout;
+    # One staged host→device copy for all the tables (qla_serve.plan.StagedInt32): int32 throughout;
     # last_v's 0/1 bytes travel packed four to an int32 word and come out as a uint8 view.
     nsv = len(cu_v) - 1
     last_bytes = np.zeros(-(-nsv // 4) * 4, dtype=np.uint8)
     last_bytes[:nsv] = last_v
-    tables = [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows]
+    tables = [cu_v, seq_of_v, last_bytes.view(np.int32), np.asarray(bounds, dtype=np.int32).reshape(-1, 2), vs, rows,
+              prev_row]
     if tail and bounds:
         # Partitions other than a sequence's last end on a chunk boundary: every chunk is whole.
         b = np.asarray(bounds, dtype=np.int64)
@@ -416,15 +466,12 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
         j = np.arange(width)
         ends = b[:, 1:2] - 1 - CHUNK * j[None, :]             # the last token of chunk nch-1-j
         tables.append(np.where(j[None, :] < nch[:, None], ends, -1))
-    staged = stage_int32(tables, torch.device(device))
-    cu_d, seq_d, last_d, bounds_d, vs_d, rows_d = staged[:6]
-    parts_eff = tuple(vs[j + 1] - vs[j] for j in range(len(seqlens)))
-    return CPTables(
-        parts=parts_eff, cu_v=tuple(cu_v), bounds=tuple(bounds), vs_offsets_h=tuple(vs),
-        row_offsets_h=tuple(rows),
-        cu_seqlens_v=cu_d, seq_of_v=seq_d, last_v=last_d.view(torch.uint8)[:nsv],
-        part_bounds=bounds_d.view(-1, 2), vs_offsets=vs_d, row_offsets=rows_d,
-        tail_ends=staged[6].view(len(bounds), -1) if len(staged) > 6 else None)
+    return _HostCPTables(parts=tuple(vs[j + 1] - vs[j] for j in range(len(seqlens))), cu_v=tuple(cu_v),
+                         bounds=tuple(bounds), vs_offsets_h=tuple(vs), row_offsets_h=tuple(rows),
+                         staged=StagedInt32.pack(tables, pinned))
+
+
+HOST_CACHES.append(_host_tables)
 
 
 def tail_starts_for(unit_norm_keys: bool) -> bool:
@@ -543,7 +590,8 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
             if plan.device.type == "cuda":
                 from . import _num_sms
                 sms = _num_sms(plan.device)
-        parts = choose_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params, force)
+        parts = _choose_parts_kept(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or default_params(),
+                                   force)
         if any(p > 1 for p in parts):
             got = build_tables(plan.seqlens, parts, plan.device, tail=tail)
     plan.kernel_data[key] = got
@@ -560,26 +608,39 @@ def run_cp(tables: CPTables, *, q, k, v, gcum, a, state_pool, state_indices, has
     """Phase 1 → combine → phase 3. ``state_indices`` int32 [N] dense; ``has_initial_state`` uint8 [N]
     (or any [N] uint8 when the variant does not read it). No sync; allocations are stream-ordered.
 
+    One fp32 buffer ``cp_buf [2·NSP + NSV, HV, *state]``: rows 0 … NSP − 1 h_r, NSP … 2·NSP − 1 M_r
+    (``scratch``, phase 1's output), 2·NSP + v the combine's start of virtual sequence v (``starts``).
+
     partials(q, k, v, gcum, a, part_bounds, scratch[, tail])   (tail: with tables built tail=True)
     tail_of(gcum, tables) → tail [NSP, HV] int32               (default :func:`tail_chunks`)
     combine(pool, state_indices, has_initial_state, vs_offsets, row_offsets, scratch, starts, num_partial,
             null_slot[, tail])                                (tail: as partials; M_p = 0 where w > 0)
-    from_starts(q, k, v, gcum, a, cu_seqlens_v, slot_v, last_v, starts, pool, out, null_slot)
-    """
+    from_starts(q, k, v, gcum, a, cu_seqlens_v, seq_of_v, prev_row_v, tail, state_indices, last_v, cp_buf,
+                start_base, pool, out, null_slot)
+        virtual sequence v starts from cp_buf[prev_row_v[v]] where that is ≥ 0 and tail[it, head] > 0
+        (the previous partition's h: a tail start), else from cp_buf[start_base + v]; its slot is
+        state_indices[seq_of_v[v]]. Without tail starts ``tail`` is a 1×1 tensor, never read.
+    ``QLA_CP_POISON=1`` fills cp_buf with NaN first (tests: a start read from a row nothing wrote
+    shows up in the output)."""
     HV, Vd, Kd = v.shape[1], v.shape[2], q.shape[2]
     if Kd != Vd:
         raise ValueError("CP keeps h (K×V) and M (K×K) in one scratch tensor: needs K == V")
     inner = (Vd, Kd) if state_layout == "vk" else (Kd, Vd)
-    dev = v.device
     nsp = tables.num_partial
-    scratch = torch.empty(2 * nsp, HV, *inner, dtype=torch.float32, device=dev)
-    starts = torch.empty(tables.num_virtual, HV, *inner, dtype=torch.float32, device=dev)
-    tail = () if tables.tail_ends is None else ((tail_of or tail_chunks)(gcum, tables),)
+    cp_buf = torch.empty(2 * nsp + tables.num_virtual, HV, *inner, dtype=torch.float32, device=v.device)
+    if os.environ.get(POISON_ENV) == "1":
+        cp_buf.fill_(float("nan"))
+    scratch, starts = cp_buf[:2 * nsp], cp_buf[2 * nsp:]
+    if tables.tail_ends is None:
+        tail, tail_arg = (), tables.prev_row_v[:1].view(1, 1)      # all prev_row_v are -1: never read
+    else:
+        tail_arg = (tail_of or tail_chunks)(gcum, tables)
+        tail = (tail_arg,)
     partials(q, k, v, gcum, a, tables.part_bounds, scratch, *tail)
     combine(state_pool, state_indices, has_initial_state, tables.vs_offsets, tables.row_offsets, scratch, starts,
             nsp, null_slot, *tail)
-    slot_v = state_indices.index_select(0, tables.seq_of_v).to(torch.int32)
-    from_starts(q, k, v, gcum, a, tables.cu_seqlens_v, slot_v, tables.last_v, starts, state_pool, out, null_slot)
+    from_starts(q, k, v, gcum, a, tables.cu_seqlens_v, tables.seq_of_v, tables.prev_row_v, tail_arg, state_indices,
+                tables.last_v, cp_buf, 2 * nsp, state_pool, out, null_slot)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -57,8 +57,10 @@ counts its phase before the first as complete) and otherwise waits for the previ
 Phases (compile-time): 0 = the prefill proper; 1 and 3 serve exact intra-card context parallelism
 (:mod:`cp`): phase 1 walks partitions without output into a scratch buffer — row r < NSP from S = 0
 with the real V (gives h_r), row NSP + r from S = I with V ≡ 0 (gives the K×K transition M_r);
-phase 3 walks virtual sequences from given fp32 start states and stores the final state to the pool
-only on each sequence's last partition.
+phase 3 walks virtual sequences from fp32 start states in the same buffer (the combine's rows, or
+the previous partition's h where that was a tail start), gathers each one's slot itself
+(``state_indices[seq_of_v]``), and stores the final state to the pool only on each sequence's last
+partition.
 
 Pool handling (phases 0, 3): ``slot < 0`` or ``slot == null_slot`` → zero output, no pool access.
 Phase 0 starts from ``pool[slot]`` (or zero when ``has_initial_state[n]`` is 0: no memset) and
@@ -655,6 +657,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         return qla_fused_fwd_partials
 
     NSV = T.dynamic("num_virtual_seqs")
+    NB = T.dynamic("num_cp_rows")
+    NTR = T.dynamic("num_tail_rows")
+    NTW = T.dynamic("tail_width")
 
     @T.prim_func
     def qla_fused_fwd_from_starts(
@@ -664,9 +669,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         gcum: T.Tensor((NT, HV), accum),
         a: T.Tensor((NT, HV, C), in_dtype),
         cu_seqlens_v: T.Tensor((NSV + 1,), "int32"),
-        slot_v: T.Tensor((NSV,), "int32"),
+        seq_of_v: T.Tensor((NSV,), "int32"),
+        prev_row_v: T.Tensor((NSV,), "int32"),
+        tail: T.Tensor((NTR, NTW), "int32"),
+        state_indices: T.Tensor((NS,), "int32"),
         last_v: T.Tensor((NSV,), "uint8"),
-        starts: T.Tensor((NSV, HV) + state_shape, accum),
+        cp_buf: T.Tensor((NB, HV) + state_shape, accum),
+        start_base: T.int32,
         pool: T.StridedTensor(pool_shape, pool_strides, pool_dtype),
         out: T.StridedTensor((NT, HV, V), (so, V, 1), in_dtype),
         null_slot: T.int32,
@@ -674,9 +683,18 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         with T.Kernel(NV, HV, NSV, threads=threads) as (bv, bh, bn):
             bos = cu_seqlens_v[bn]
             eos = cu_seqlens_v[bn + 1]
-            slot = slot_v[bn]
+            seq = seq_of_v[bn]
+            slot = state_indices[seq]
             ok = live(slot, null_slot)
-            walk(q, k, v, gcum, a, out, starts, pool, 1, fixed_item,
-                 (bv, bh, bos, eos, T.if_then_else(ok, T.ceildiv(eos - bos, C), 0), T.if_then_else(ok, 1, 0), bn,
-                  slot, T.if_then_else(ok & (last_v[bn] != 0), 1, 0)), False)
+            # The start: where the previous partition was a tail start (w > 0), its h as phase 1
+            # stored it (the combine's S ← h_p, the same numbers, without the copy); else the row
+            # the combine wrote. prev_row_v is -1 on a sequence's first partition and everywhere
+            # in exact CP (then tail is any 1×1 tensor, never read).
+            prev = prev_row_v[bn]
+            # (indices clamped into range: both branches of a select may be evaluated)
+            took = T.if_then_else(prev >= 0, tail[T.max(prev, 0), T.min(bh, NTW - 1)], 0)
+            src_row = T.if_then_else(took > 0, prev, start_base + bn)
+            walk(q, k, v, gcum, a, out, cp_buf, pool, 1, fixed_item,
+                 (bv, bh, bos, eos, T.if_then_else(ok, T.ceildiv(eos - bos, C), 0), T.if_then_else(ok, 1, 0),
+                  src_row, slot, T.if_then_else(ok & (last_v[bn] != 0), 1, 0)), False)
     return qla_fused_fwd_from_starts
