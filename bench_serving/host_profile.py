@@ -193,9 +193,31 @@ def main(argv=None) -> int:
     ap.add_argument("--unit-norm-keys", action="store_true",
                     help="plans declare unit-norm keys (CP tail starts), as kernels.py's do")
     ap.add_argument("--cprofile", metavar="DIR", help="also write cProfile's top functions per row here (GPU)")
+    ap.add_argument("--before", default="", metavar="STEPS",
+                    help="comma list run once before the rows, to see what slows a process's host work: "
+                         "'anchors' imports FLA and FlashQLA (as kernels.py does), 'profiler' runs one torch "
+                         "profiler session (kernels.py's GPU-busy timing), 'gc-freeze' freezes the heap "
+                         "(session 28: the table process's host took 2-5x this script's on the same calls)")
     args = ap.parse_args(argv)
     gpu = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
     dev = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
+    for step in filter(None, args.before.split(",")):
+        if step == "anchors":
+            import fla.ops.gated_delta_rule  # noqa: F401
+            import flash_qla  # noqa: F401
+        elif step == "profiler":
+            from torch.profiler import ProfilerActivity, profile as torch_profile
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+            with torch_profile(activities=acts):
+                torch.ones(4, device=dev).add_(1)
+                if gpu:
+                    torch.cuda.synchronize()
+        elif step == "gc-freeze":
+            import gc
+            gc.collect()
+            gc.freeze()
+        else:
+            raise ValueError(f"--before: unknown step {step!r} (anchors, profiler, gc-freeze)")
     stub = args.stub or not gpu
     rows = []
     for hv in args.heads.split(","):
@@ -214,7 +236,7 @@ def main(argv=None) -> int:
                        # TVM-FFI converts torch tensors through this C API when torch has it (else a
                        # slower DLPack path per tensor argument of every launch)
                        "dlpack_c_exchange_api": hasattr(torch.Tensor, "__dlpack_c_exchange_api__"),
-                       "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+                       "before": args.before, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
     return 0
 
 

@@ -3,6 +3,8 @@
 A plan is built from CPU metadata the scheduler already holds (``cu_seqlens`` on the host, and
 optionally the slot indices on the host). Building it may copy small tables host→device (async);
 it never reads device memory. A call that receives a plan therefore performs no device→host sync.
+The host work of a batch shape (validation, tables, the backends' choices) is kept per shape in
+small LRU caches (:func:`clear_host_caches`); each plan still gets device tables of its own.
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ class PrefillPlan:
     """
 
     seqlens: tuple[int, ...]             # per sequence, host
-    cu_seqlens_cpu: torch.Tensor         # [N+1] int32, CPU
-    chunk_offsets_cpu: torch.Tensor      # [N+1] int32, CPU: first global chunk of each sequence
+    cu_seqlens_cpu: torch.Tensor         # [N+1] int32, CPU (shared by the plans of one batch shape: read only)
+    chunk_offsets_cpu: torch.Tensor      # [N+1] int32, CPU: first global chunk of each sequence (read only)
     total_tokens: int
     num_chunks: int
     max_seqlen: int
