@@ -601,17 +601,23 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
         plan.kernel_data[key] = got
         return got
     # a caller (tests, the benches) set the width, maybe the form
-    block_v = int(got["block_v"])
-    items = plan.num_seqs * num_v_heads * (head_v_dim // block_v)
-    if "persistent" in got:
-        persistent = bool(got["persistent"])
-    else:
-        persistent = persistent_walk()
-        if persistent is None:
-            persistent = persistent_pays(plan.seqlens, num_v_heads * (head_v_dim // block_v), block_v, sms)
-    got = {"block_v": block_v, "persistent": persistent, "ctas": max(1, min(items, sms))}
+    got = dict(_walk_form(plan.seqlens, num_v_heads, head_v_dim, int(got["block_v"]), sms,
+                          bool(got["persistent"]) if "persistent" in got else None))
     plan.kernel_data[key] = got
     return got
+
+
+def _walk_form(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int, sms: int,
+               persistent: bool | None) -> tuple[tuple[str, Any], ...]:
+    """The walk at ``block_v``: its form (``persistent`` when given, else :func:`persistent_walk`,
+    else :func:`persistent_pays`) and CTA count. The persistent walk runs one CTA per SM (its shared
+    memory and registers leave no room for a second), never more CTAs than items."""
+    if persistent is None:
+        persistent = persistent_walk()
+    if persistent is None:
+        persistent = persistent_pays(seqlens, num_v_heads * (head_v_dim // block_v), block_v, sms)
+    items = len(seqlens) * num_v_heads * (head_v_dim // block_v)
+    return (("block_v", block_v), ("persistent", persistent), ("ctas", max(1, min(items, sms))))
 
 
 def _choice_env() -> tuple[str, ...]:
@@ -637,13 +643,7 @@ def _host_choice(seqlens: tuple[int, ...], num_v_heads: int, head_v_dim: int, sm
                              f"and divide head_v_dim {head_v_dim}")
     else:
         block_v = planned_block_v(seqlens, num_v_heads, head_v_dim, sms, unit_norm_keys)
-    # The persistent walk runs one CTA per SM (its shared memory and registers leave no room for
-    # a second), never more CTAs than items.
-    items = len(seqlens) * num_v_heads * (head_v_dim // block_v)
-    persistent = persistent_walk()
-    if persistent is None:
-        persistent = persistent_pays(seqlens, num_v_heads * (head_v_dim // block_v), block_v, sms)
-    return (("block_v", block_v), ("persistent", persistent), ("ctas", max(1, min(items, sms))))
+    return _walk_form(seqlens, num_v_heads, head_v_dim, block_v, sms, None)
 
 
 HOST_CACHES.append(_host_choice)
