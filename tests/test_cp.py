@@ -1121,3 +1121,30 @@ def test_prepare_plan_does_the_calls_plan_work_ahead(monkeypatch):
     assert plan_prefill(cu, num_v_heads=8).kernel_data == {}           # CPU plan: no Hopper tables
     with pytest.raises(ValueError, match="num_v_heads"):
         plan_prefill(cu, num_v_heads=0)
+
+
+@pytest.mark.parametrize("pad,offset,persistent", [(0, 0, True), (4, 0, True), (3, 0, False), (0, 1, False)])
+def test_persistent_walk_only_on_a_pool_tma_can_read(pad, offset, persistent, monkeypatch):
+    """The persistent walk TMA-loads each item's start state, so it runs only where the pool's base
+    address and slot stride are multiples of 16 bytes; any other pool gets the one-CTA-per-item
+    walk (same results), with no error."""
+    from qla_serve.kernels import hopper
+
+    seqlens, H, HV, D = [64] * 6, 1, 2, 32
+    q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.bfloat16, seed=5)
+    pool = make_pool(len(seqlens) + 1, HV, K=D, V=D, row_stride_pad=pad, seed=5)
+    if offset:      # one element past a 16-byte boundary
+        pool = torch.empty(pool.numel() + offset)[offset:].view(pool.shape).copy_(pool)
+    assert hopper.pool_takes_tma(pool) is persistent
+    ran = []
+    monkeypatch.setenv(hopper.PERSISTENT_ENV, "1")
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")
+    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: lambda *a: None)
+    monkeypatch.setattr(hopper, "fwd_kernel", lambda var, phase=0, persistent=None: lambda *a: ran.append(
+        (persistent, len(a))))
+    hopper._form_kernels.clear()
+    plan = plan_prefill(cu, state_indices_cpu=torch.arange(1, len(seqlens) + 1), num_slots=pool.shape[0])
+    hopper.gdn_prefill_hopper(q, k, v, g, beta, state_pool=pool, state_indices=torch.arange(1, len(seqlens) + 1),
+                              has_initial_state=None, plan=plan, scale=D ** -0.5, use_qk_l2norm=False,
+                              out=torch.empty_like(v), state_layout="vk", null_slot=None)
+    assert ran == [(persistent, 13 if persistent else 11)]

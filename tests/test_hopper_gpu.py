@@ -57,7 +57,12 @@ def make_case(seqlens, H, HV, *, gmax, seed, packed=False, extra=0, l2_in_kernel
     beta = torch.rand(T, HV, generator=gen).to(DEV)
     slots = N + 3
     shape = (slots, HV, V, K) if layout == "vk" else (slots, HV, K, V)
-    if strided_pool:
+    if strided_pool == "misaligned":
+        # base address one element past a 16-byte boundary: TMA cannot read it (pool_takes_tma), so
+        # a persistent walk asked for runs one CTA per item
+        n = slots * HV * V * K
+        pool = torch.randn(n + 1, generator=gen).to(pool_dtype).to(DEV)[1:].view(shape)
+    elif strided_pool:
         base = torch.randn(slots, 2, *shape[1:], generator=gen).to(pool_dtype).to(DEV)
         pool = base[:, 0]
     else:
@@ -206,8 +211,10 @@ WALK_FORMS = [
     ("gva1-fp32-vk-g30-bv128-5ctas", CASES[0], dict(persistent=True, ctas=5)),
     ("gva2-bf16-kv-g3-bv64-7ctas", CASES[1], dict(persistent=True, ctas=7)),
     ("gva4-bf16-kv-l2-bv64-3ctas", CASES[8], dict(persistent=True, ctas=3)),
-    ("gva2-fp32-vk-g3-bv64-cta-per-item", CASES[6], dict(persistent=False, ctas=1)),
+    ("gva2-fp32-vk-g3-bv64-cta-per-item", CASES[7], dict(persistent=False, ctas=1)),
     ("gva4-fp32-kv-l2-g0.1-bv128-cta-per-item", CASES[2], dict(persistent=False, ctas=1)),
+    ("gva2-fp32-vk-misaligned-pool-5ctas", CASES[7][:4] + ({**CASES[7][4], "strided_pool": "misaligned"},)
+     + CASES[7][5:], dict(persistent=True, ctas=5)),
 ]
 
 

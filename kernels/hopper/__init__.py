@@ -403,6 +403,13 @@ def persistent_walk() -> bool | None:
     return None if got in (None, "") else got != "0"
 
 
+def pool_takes_tma(state_pool: torch.Tensor) -> bool:
+    """Whether TMA can read the pool's state rows (the persistent walk prefetches each item's start
+    state with it): base address and slot stride multiples of 16 bytes (the rest of a slot is
+    contiguous: validated). Engines' pools are; a pool that is not runs the one-CTA-per-item walk."""
+    return state_pool.data_ptr() % 16 == 0 and state_pool.stride(0) * state_pool.element_size() % 16 == 0
+
+
 def persistent_pays(seqlens: Sequence[int], ctas_per_seq: int, block_v: int, sms: int) -> bool:
     """Whether the prefill's walk runs persistent: one CTA per SM walking (sequence, head, V block)
     items one after another, so that the next item's loads and chunk-only products overlap the
@@ -783,6 +790,7 @@ def gdn_prefill_hopper(
     if N == 0:
         return
     choice = plan_hopper(plan, HV, Vd)
+    persistent = choice["persistent"] and pool_takes_tma(state_pool)
     out_user = None
     if T_ == 1:
         # A 1-token batch: its token strides are arbitrary; use compact copies (no sync). g and beta
@@ -795,13 +803,13 @@ def gdn_prefill_hopper(
             gates = gates._replace(a=gates.a.contiguous(), b=gates.b.contiguous())
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], choice["persistent"], l2norm_in_pass())
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass())
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
                                                       gates.softplus_threshold)
         kernels = _kernels_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
-                               has_initial_state is not None, choice["block_v"], scale, choice["persistent"], spec)
+                               has_initial_state is not None, choice["block_v"], scale, persistent, spec)
         if key is not None and len(_form_kernels) < 4096:
             _form_kernels[key] = kernels
     norm, gate, kkt, fwd, var = kernels
@@ -851,7 +859,7 @@ def gdn_prefill_hopper(
     # ---- end of the CP branch ------------------------------------------------------------------------
     elif "fwd" not in _skip:
         null = -1 if null_slot is None else int(null_slot)
-        if choice["persistent"]:
+        if persistent:
             fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, null, plan.seq_order, choice["ctas"])
         else:
             fwd(q, k, v, gcum, a, cu, idx, hinit, state_pool, out, null)

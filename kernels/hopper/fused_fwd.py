@@ -80,6 +80,13 @@ current one. Measured on the H200 (session 9): GPU time ×0.85–0.92 where item
 chunks long (64×128, 256×1+4096), within ±3 % elsewhere, ×1.06 where one sequence's items are much
 longer than the rest (the static deal keeps loading their CTAs; the block scheduler does not), so
 the plan takes it only where no item outlasts the mean CTA's share.
+The persistent form also prefetches each item's start: the Aβ loader warp writes the item's fields
+into shared and TMA-loads its start state from the pool into shared (``x_s``, pool dtype and
+layout) as soon as the consumers have taken the previous item's, so an item boundary waits neither
+for the table reads nor for the pool. Its pool must be TMA-readable (base address and slot stride
+multiples of 16 bytes: ``hopper.pool_takes_tma``; any other pool runs one CTA per item).
+Measured on the H200 (session 29, ``results/h200-session29/prefetch-ab``): qla_ms ×0.84–0.86 at
+64×128 (16/32, 16/64), ×0.85–0.88 at 256×1+4096, ×0.95–0.98 at 16×512 and 1024×8, ×0.99 at 8192×4.
 BV ∈ {64, 128}. BV = 32 raises ValueError in this version (a consumer owns 64 V rows: wgmma's M).
 T, N and the pool's row count and stride are dynamic; token strides of q/k/v/out are compile-time
 (TMA descriptors and 16-byte stores; a stride that is not a multiple of 16 bytes falls back to
@@ -198,28 +205,34 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 buf[row, bh, j, v0w + i] = T.cast(X[i, j], buf.dtype)
 
     @T.macro
-    def l2norm_rows(x_s, xf, rn):
-        # x_s [C, K] in shared, normalised in place (fp32 math); rows are tokens.
-        T.copy(x_s, xf)
+    def l2norm_rows(tile_s, xf, rn):
+        # tile_s [C, K] in shared, normalised in place (fp32 math); rows are tokens.
+        T.copy(tile_s, xf)
         for i, j in T.Parallel(C, K):
             xf[i, j] = xf[i, j] * xf[i, j]
         T.reduce_sum(xf, rn, dim=1)
-        T.copy(x_s, xf)
+        T.copy(tile_s, xf)
         for i, j in T.Parallel(C, K):
             xf[i, j] = xf[i, j] * T.rsqrt(rn[i] + 1e-6)
-        T.copy(xf, x_s)
+        T.copy(xf, tile_s)
 
     @T.macro
     def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
-                 itm, transition):
+                 itm, transition, x_s, itm_s, xs_ready, xs_free):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
         (K S)ᵀ = X Kᵀ → Uᵀ = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K;
         beside it Oᵀ."""
         T.set_max_nreg(nreg_c, inc_c)
         cnt[0] = 0
         for it in T.serial(n_items):
-            item_at(it, item_ctx, itm)
+            if x_s is not None:
+                # the item's fields and start state, as the Aβ loader warp left them in shared
+                T.barrier_wait(xs_ready, it % 2)
+                for f in T.unroll(9):
+                    itm[f] = itm_s[f]
+            else:
+                item_at(it, item_ctx, itm)
             bv = itm[0]
             bh = itm[1]
             bos = itm[2]
@@ -230,7 +243,18 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             dst_row = itm[7]
             do_store = itm[8]
             v0w = bv * BV + w * R
-            if init_mode == 1:
+            if x_s is not None:
+                if init_mode == 1:
+                    if vk:
+                        for i, j in T.Parallel(R, K):
+                            X[i, j] = T.cast(x_s[w * R + i, j], accum)
+                    else:
+                        for i, j in T.Parallel(R, K):
+                            X[i, j] = T.cast(x_s[j, w * R + i], accum)
+                else:
+                    T.clear(X)
+                T.barrier_arrive(xs_free)
+            elif init_mode == 1:
                 load_x(src, src_row, bh, v0w, X)
             elif init_mode == 2:
                 # the identity S = I (CP transition rows): X[v, k] = (v0w + v == k)
@@ -296,11 +320,15 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             cnt[0] = cnt[0] + nloop
 
     @T.macro
-    def walk(q, k, v, gcum, a, out, src, dst, n_items, item_at, item_ctx, transition):
+    def walk(q, k, v, gcum, a, out, src, dst, n_items, item_at, item_ctx, transition, prefetch_state=False):
         """The chunk walks of this CTA's items — see the module doc. ``item_at(it, item_ctx, itm)`` writes the it-th
         item's (bv, bh, bos, eos, nloop, init_mode, src_row, dst_row, do_store) into ``itm``: init_mode 0 zero
         start, 1 start from src[src_row], 2 identity (CP transition rows); do_store: write the final
-        state to dst[dst_row]. transition: V ≡ 0 (CP phase 1; one item per CTA there)."""
+        state to dst[dst_row]. transition: V ≡ 0 (CP phase 1; one item per CTA there).
+        prefetch_state (the persistent form): the Aβ loader warp puts each item's fields (itm_s) and
+        start state (x_s, TMA, in the pool's dtype and layout) in shared as soon as the consumers
+        have taken the previous item's, so at an item boundary the consumers wait neither for the
+        table reads nor for the pool (xs_ready / xs_free, once per item)."""
         q_s = T.alloc_shared((2, C, K), in_dtype)
         k_s = T.alloc_shared((2, C, K), in_dtype)
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
@@ -310,6 +338,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}
         p_s = T.alloc_shared((2, C, C), in_dtype)     # P = scale · (Q Kᵀ ⊙ D_incl)
         o_s = T.alloc_shared((C, BV), in_dtype)
+        x_s = T.alloc_shared((BV, K) if vk else (K, BV), src.dtype) if prefetch_state else None
+        itm_s = T.alloc_shared((9,), "int32") if prefetch_state else None
 
         ready = T.alloc_barrier(arrive_count=[96, 96])
         free = T.alloc_barrier(arrive_count=[n_free, n_free])
@@ -318,6 +348,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         w_free = T.alloc_barrier(arrive_count=[NW * 128, NW * 128])
         o_ready = T.alloc_barrier(arrive_count=NW * 128)
         o_free = T.alloc_barrier(arrive_count=32)
+        xs_ready = T.alloc_barrier(arrive_count=32) if prefetch_state else None
+        xs_free = T.alloc_barrier(arrive_count=NW * 128) if prefetch_state else None
 
         X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
         Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
@@ -346,16 +378,16 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             if NW == 1:
                 consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                          p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
-                         item_at, item_ctx, itm, transition)
+                         item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
             else:
                 if tx < 128:
                     consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition)
+                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
                 else:
                     consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition)
+                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
             T.set_max_nreg(nreg_p, inc_p)
@@ -466,6 +498,18 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     bh = itm[1]
                     bos = itm[2]
                     nloop = itm[4]
+                    if prefetch_state:
+                        # this item's start state, once the consumers hold the previous one's
+                        T.barrier_wait(xs_free, (it + 1) % 2)
+                        for f in T.unroll(9):
+                            itm_s[f] = itm[f]
+                        if itm[5] == 1:
+                            v0 = itm[0] * BV
+                            if vk:
+                                T.tma_copy(src[itm[6], bh, v0:v0 + BV, 0:K], x_s, barrier=xs_ready)
+                            else:
+                                T.tma_copy(src[itm[6], bh, 0:K, v0:v0 + BV], x_s, barrier=xs_ready)
+                        T.barrier_arrive(xs_ready)
                     for c in T.serial(nloop):
                         u = cnt[0] + c
                         b = u % 2
@@ -574,7 +618,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 last_pos = T.if_then_else(rounds % 2 == 0, bx, num_ctas - 1 - bx)
                 n_mine = rounds + T.if_then_else(last_pos < n_all % num_ctas, 1, 0)
                 walk(q, k, v, gcum, a, out, pool, pool, n_mine, persistent_item,
-                     (bx, num_ctas, seq_order, cu_seqlens, state_indices, has_initial_state, null_slot), False)
+                     (bx, num_ctas, seq_order, cu_seqlens, state_indices, has_initial_state, null_slot), False,
+                     prefetch_state=True)
         return qla_fused_fwd_persistent
 
     if phase == 0:
