@@ -21,6 +21,10 @@ the longest sequence forced to P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PAR
 constants into cp_fit.json:
 
     python bench_serving/kernels.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
+
+``--isolate`` times each backend's rows in a process of its own (one after another; the agreement
+check then runs in the parent): in one process QLA's host work ran 2–3× slower after the anchors'
+rows than alone (session 28), and a server runs one backend.
 """
 from __future__ import annotations
 
@@ -596,6 +600,101 @@ def prewarm(heads, mixes, timeout_s=240.0, jobs: int | None = None) -> float:
     return time.time() - t0
 
 
+def time_row(x, H, HV, mix, seqlens, usable) -> dict:
+    """One row: every usable backend's kernel and serving times (do_bench medians) and GPU-busy
+    time on inputs x, in this process."""
+    row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens}
+    for name in BACKENDS:
+        row[f"{name}_ms"] = None
+        row[f"{name}_serving_ms"] = None
+    for name, mk in usable.items():
+        try:
+            kernel, serving = mk(x)
+            kernel(); serving(); torch.cuda.synchronize()     # compile / autotune outside timing
+            row[f"{name}_ms"] = bench(kernel)
+            row[f"{name}_serving_ms"] = bench(serving)
+            try:   # host-independent GPU time; a profiler failure must not cost the row
+                row[f"{name}_gpu_ms"] = gpu_ms(kernel)
+            except Exception as exc:  # noqa: BLE001
+                row[f"{name}_gpu_error"] = repr(exc)[:200]
+            if name == "qla":
+                from qla_serve.kernels import hopper
+                row.update(qla_choices(kernel.plan))
+                try:   # a diagnostic: its failure must not cost the row its timings
+                    row.update(kernel.host_us())
+                except Exception as exc:  # noqa: BLE001
+                    row["qla_host_error"] = repr(exc)[:200]
+                try:
+                    row.update(kernel.other_walk())
+                except Exception as exc:  # noqa: BLE001
+                    row["qla_other_walk_error"] = repr(exc)[:200]
+                hopper._skip.add("fwd")
+                try:
+                    row["qla_kkt_only_ms"] = bench(kernel)
+                finally:
+                    hopper._skip.discard("fwd")
+        except Exception as exc:  # noqa: BLE001
+            row[f"{name}_error"] = repr(exc)[:200]
+            print(f"[bench] {name} {H}/{HV} {mix}: {exc!r}"[:300], flush=True)
+    return row
+
+
+def add_ratios(row) -> None:
+    fq, q = row.get("flashqla_ms"), row.get("qla_ms")
+    fqs, qs = row.get("flashqla_serving_ms"), row.get("qla_serving_ms")
+    row["qla_over_flashqla"] = (q / fq) if q and fq else None
+    fqg, qg = row.get("flashqla_gpu_ms"), row.get("qla_gpu_ms")
+    row["qla_over_flashqla_gpu"] = (qg / fqg) if qg and fqg else None
+    row["flashqla_serving_over_qla_serving"] = (fqs / qs) if qs and fqs else None
+
+
+def print_row(row, usable) -> None:
+    print(f"[bench] {row['heads']} {row['mix']}: " + " ".join(
+        f"{n}={row[f'{n}_ms']:.3f}/{row[f'{n}_serving_ms']:.3f}" for n in usable
+        if row.get(f"{n}_ms") is not None and row.get(f"{n}_serving_ms") is not None)
+        + (f" qla-vs-fla o/state {_g(row['qla_vs_fla_o'])}/{_g(row['qla_vs_fla_state'])}"
+           if "qla_vs_fla_o" in row else ""), flush=True)
+
+
+def time_isolated(args, heads, mixes, backends, t_start) -> list[dict]:
+    """``--isolate``: each backend's rows timed in a process of its own (this script with
+    ``--backends <one> --no-prewarm --no-accuracy --no-agreement``), one backend after another, so
+    that no backend's host work is timed in a process the others' runs have slowed (session 28:
+    QLA's host work 2–3× slower after the anchors' rows in one process than alone; a server runs
+    one backend). Rows merged by (heads, mix); each backend gets an equal share of the budget
+    left. The caller then checks agreement on every merged row in its own process."""
+    parts = {}
+    for i, b in enumerate(backends):
+        share = (args.budget_s - (time.time() - t_start)) / (len(backends) - i)
+        out = os.path.join(args.out, f"isolated-{b}")
+        cmd = [sys.executable, os.path.abspath(__file__), "--backends", b, "--no-prewarm", "--no-accuracy",
+               "--no-agreement", "--heads", ",".join(f"{H}/{HV}" for H, HV in heads), "--mixes", ",".join(mixes),
+               "--budget-s", str(max(10.0, share - 15.0)), "--out", out]
+        t0 = time.time()
+        rc = subprocess.call(cmd)
+        print(f"[bench] isolated {b}: rc={rc} {time.time() - t0:.1f}s", flush=True)
+        try:
+            parts[b] = json.load(open(os.path.join(out, "kernels.json")))["rows"]
+        except (OSError, ValueError, KeyError):
+            parts[b] = []
+    rows = []
+    for H, HV in heads:
+        for mix, seqlens in mixes.items():
+            row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens}
+            for name in BACKENDS:
+                row[f"{name}_ms"] = None
+                row[f"{name}_serving_ms"] = None
+            found = False
+            for b in backends:     # each backend's own fields, from its own process
+                for r in parts[b]:
+                    if r["heads"] == row["heads"] and r["mix"] == mix:
+                        found = True
+                        row.update({k: v for k, v in r.items() if k.startswith(b + "_") and v is not None})
+            if found:
+                rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
@@ -606,6 +705,10 @@ def main() -> None:
     ap.add_argument("--prewarm-worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mixes", default=None)
     ap.add_argument("--no-prewarm", action="store_true")
+    ap.add_argument("--isolate", action="store_true",
+                    help="time each backend's rows in a process of its own (then agreement in this one)")
+    ap.add_argument("--no-accuracy", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-agreement", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--cp-sweep", action="store_true", help="issue 4: time QLA per forced CP partition count, fit the rule")
     ap.add_argument("--cp-parts", default=",".join(str(p) for p in CP_PARTS))
     ap.add_argument("--cp-block-v", default=None, help="e.g. 64,128 (default: the plan's choice)")
@@ -664,75 +767,44 @@ def main() -> None:
         result["qla_prebuild_s"] = time.time() - t_start
         print(f"[bench] QLA kernels built (rc={rc}) {result['qla_prebuild_s']:.1f}s", flush=True)
     t0 = time.time()
-    try:
-        result["accuracy"] = accuracy(tuple(usable))
-    except Exception as exc:  # noqa: BLE001
-        result["accuracy"] = {"error": repr(exc)[:300]}
-    print("[bench] accuracy", json.dumps(result["accuracy"]), f"{time.time() - t0:.1f}s", flush=True)
+    if not args.no_accuracy:
+        try:
+            result["accuracy"] = accuracy(tuple(usable))
+        except Exception as exc:  # noqa: BLE001
+            result["accuracy"] = {"error": repr(exc)[:300]}
+        print("[bench] accuracy", json.dumps(result["accuracy"]), f"{time.time() - t0:.1f}s", flush=True)
 
     def dump():
         with open(os.path.join(args.out, "kernels.json"), "w") as f:
             json.dump(result, f, indent=1)
 
+    if args.isolate and len(usable) > 1:
+        result["isolated"] = True
+        result["rows"] = time_isolated(args, heads, mixes, list(usable), t_start)
     for H, HV in heads:
         for mix, seqlens in mixes.items():
-            if time.time() - t_start > args.budget_s:
+            row = None
+            if result.get("isolated"):
+                row = next((r for r in result["rows"] if r["heads"] == f"{H}/{HV}" and r["mix"] == mix), None)
+                if row is None:
+                    continue
+            elif time.time() - t_start > args.budget_s:
                 print(f"[bench] budget reached, skipping {H}/{HV} {mix}")
                 continue
             x = make_inputs(seqlens, H, HV)
-            row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens}
-            for name in BACKENDS:
-                row[f"{name}_ms"] = None
-                row[f"{name}_serving_ms"] = None
-            for name, mk in usable.items():
-                try:
-                    kernel, serving = mk(x)
-                    kernel(); serving(); torch.cuda.synchronize()     # compile / autotune outside timing
-                    row[f"{name}_ms"] = bench(kernel)
-                    row[f"{name}_serving_ms"] = bench(serving)
-                    try:   # host-independent GPU time; a profiler failure must not cost the row
-                        row[f"{name}_gpu_ms"] = gpu_ms(kernel)
-                    except Exception as exc:  # noqa: BLE001
-                        row[f"{name}_gpu_error"] = repr(exc)[:200]
-                    if name == "qla":
-                        from qla_serve.kernels import hopper
-                        row.update(qla_choices(kernel.plan))
-                        try:   # a diagnostic: its failure must not cost the row its timings
-                            row.update(kernel.host_us())
-                        except Exception as exc:  # noqa: BLE001
-                            row["qla_host_error"] = repr(exc)[:200]
-                        try:
-                            row.update(kernel.other_walk())
-                        except Exception as exc:  # noqa: BLE001
-                            row["qla_other_walk_error"] = repr(exc)[:200]
-                        hopper._skip.add("fwd")
-                        try:
-                            row["qla_kkt_only_ms"] = bench(kernel)
-                        finally:
-                            hopper._skip.discard("fwd")
-                except Exception as exc:  # noqa: BLE001
-                    row[f"{name}_error"] = repr(exc)[:200]
-                    print(f"[bench] {name} {H}/{HV} {mix}: {exc!r}"[:300], flush=True)
-            if "qla" in usable and "fla" in usable and row.get("qla_ms") is not None:
+            if row is None:
+                row = time_row(x, H, HV, mix, seqlens, usable)
+                result["rows"].append(row)
+            if "qla" in usable and "fla" in usable and row.get("qla_ms") is not None and not args.no_agreement:
                 try:
                     row.update(agreement(x, usable["qla"](x)[0]))
                 except Exception as exc:  # noqa: BLE001
                     row["qla_vs_fla_error"] = repr(exc)[:200]
             del x
             torch.cuda.empty_cache()
-            fq, q = row.get("flashqla_ms"), row.get("qla_ms")
-            fqs, qs = row.get("flashqla_serving_ms"), row.get("qla_serving_ms")
-            row["qla_over_flashqla"] = (q / fq) if q and fq else None
-            fqg, qg = row.get("flashqla_gpu_ms"), row.get("qla_gpu_ms")
-            row["qla_over_flashqla_gpu"] = (qg / fqg) if qg and fqg else None
-            row["flashqla_serving_over_qla_serving"] = (fqs / qs) if qs and fqs else None
-            result["rows"].append(row)
+            add_ratios(row)
             dump()
-            print(f"[bench] {H}/{HV} {mix}: " + " ".join(
-                f"{n}={row[f'{n}_ms']:.3f}/{row[f'{n}_serving_ms']:.3f}" for n in usable
-                if row.get(f"{n}_ms") is not None and row.get(f"{n}_serving_ms") is not None)
-                + (f" qla-vs-fla o/state {_g(row['qla_vs_fla_o'])}/{_g(row['qla_vs_fla_state'])}"
-                   if "qla_vs_fla_o" in row else ""), flush=True)
+            print_row(row, usable)
     result["wall_s"] = time.time() - t_start
     dump()
     write_markdown(result, os.path.join(args.out, "kernels.md"))

@@ -108,3 +108,31 @@ def test_rows_that_disagree_with_fla_are_named_in_the_markdown(tmp_path):
     assert "QLA vs FLA on every row's own inputs" in text and "over 0.01: 2" in text
     assert "- DISAGREE 4/16 m: o 2.00e-01" in text and "- DISAGREE 8/32 m: o nan" in text
     assert "DISAGREE 2/8" not in text and "worst 8/32 m" in text
+
+
+def test_isolate_runs_each_backend_in_its_own_process_and_merges_its_fields(monkeypatch, tmp_path):
+    """``--isolate``: one child per backend (its own --backends, no prewarm/accuracy/agreement),
+    each row's fields taken from the child that owns them; a row no child timed is left out."""
+    import json
+    import types
+    calls = []
+
+    def fake_call(cmd):
+        calls.append(cmd)
+        b = cmd[cmd.index("--backends") + 1]
+        out = Path(cmd[cmd.index("--out") + 1])
+        out.mkdir(parents=True)
+        rows = [{"heads": "16/32", "mix": "64x128", "seqlens": [128] * 64, f"{b}_ms": 1.0 + len(calls),
+                 f"{b}_serving_ms": 2.0, "qla_ms": None if b != "qla" else 1.0 + len(calls),
+                 "qla_over_flashqla": None}]
+        json.dump({"rows": rows}, open(out / "kernels.json", "w"))
+        return 0
+
+    monkeypatch.setattr(kernels.subprocess, "call", fake_call)
+    args = types.SimpleNamespace(budget_s=100.0, out=str(tmp_path))
+    mixes = {"64x128": [128] * 64, "1x8192": [8192]}
+    rows = kernels.time_isolated(args, [(16, 32)], mixes, ["qla", "flashqla"], kernels.time.time())
+    assert [c[c.index("--backends") + 1] for c in calls] == ["qla", "flashqla"]
+    assert all("--no-prewarm" in c and "--no-agreement" in c and "--no-accuracy" in c for c in calls)
+    assert len(rows) == 1 and rows[0]["mix"] == "64x128"
+    assert rows[0]["qla_ms"] == 2.0 and rows[0]["flashqla_ms"] == 3.0 and rows[0]["fla_ms"] is None
