@@ -600,13 +600,19 @@ def prewarm(heads, mixes, timeout_s=240.0, jobs: int | None = None) -> float:
     return time.time() - t0
 
 
-def time_row(x, H, HV, mix, seqlens, usable) -> dict:
-    """One row: every usable backend's kernel and serving times (do_bench medians) and GPU-busy
-    time on inputs x, in this process."""
+def empty_row(H, HV, mix, seqlens) -> dict:
+    """A row before any backend ran: every backend's times None (the table prints a dash)."""
     row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens}
     for name in BACKENDS:
         row[f"{name}_ms"] = None
         row[f"{name}_serving_ms"] = None
+    return row
+
+
+def time_row(x, H, HV, mix, seqlens, usable) -> dict:
+    """One row: every usable backend's kernel and serving times (do_bench medians) and GPU-busy
+    time on inputs x, in this process."""
+    row = empty_row(H, HV, mix, seqlens)
     for name, mk in usable.items():
         try:
             kernel, serving = mk(x)
@@ -680,10 +686,7 @@ def time_isolated(args, heads, mixes, backends, t_start) -> list[dict]:
     rows = []
     for H, HV in heads:
         for mix, seqlens in mixes.items():
-            row = {"heads": f"{H}/{HV}", "mix": mix, "seqlens": seqlens}
-            for name in BACKENDS:
-                row[f"{name}_ms"] = None
-                row[f"{name}_serving_ms"] = None
+            row = empty_row(H, HV, mix, seqlens)
             found = False
             for b in backends:     # each backend's own fields, from its own process
                 for r in parts[b]:
