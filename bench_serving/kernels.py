@@ -23,8 +23,9 @@ constants into cp_fit.json:
     python bench_serving/kernels.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
 
 ``--isolate`` times each backend's rows in a process of its own (one after another; the agreement
-check then runs in the parent): in one process QLA's host work ran 2–3× slower after the anchors'
-rows than alone (session 28), and a server runs one backend.
+check then runs in the parent), as a server runs one backend: in one process the backends' host
+work slows each other's (session 29: FlashQLA's serving path 16/32 64×128 2.44 ms in the shared
+process, 1.33 alone; QLA's moved less).
 """
 from __future__ import annotations
 
@@ -665,9 +666,8 @@ def print_row(row, usable) -> None:
 def time_isolated(args, heads, mixes, backends, t_start) -> list[dict]:
     """``--isolate``: each backend's rows timed in a process of its own (this script with
     ``--backends <one> --no-prewarm --no-accuracy --no-agreement``), one backend after another, so
-    that no backend's host work is timed in a process the others' runs have slowed (session 28:
-    QLA's host work 2–3× slower after the anchors' rows in one process than alone; a server runs
-    one backend). Rows merged by (heads, mix); each backend gets an equal share of the budget
+    that no backend's host work is timed in a process the others' runs have slowed (see the module
+    doc; a server runs one backend). Rows merged by (heads, mix); each backend gets an equal share of the budget
     left. The caller then checks agreement on every merged row in its own process."""
     parts = {}
     for i, b in enumerate(backends):
