@@ -29,6 +29,13 @@ DEV = "cuda:0"
 K = V = 128
 
 
+@pytest.fixture(autouse=True)
+def tilelang_only(monkeypatch):
+    """Every call here must run the Hopper kernels: a call they refused would otherwise fall back to
+    the reference and pass against the oracle without testing them."""
+    monkeypatch.setenv("QLA_BACKEND", "tilelang")
+
+
 def rel(x, ref):
     x, ref = x.double().cpu(), ref.double().cpu()
     return float((x - ref).norm() / ref.norm().clamp_min(1e-30))
@@ -214,6 +221,13 @@ WALK_FORMS = [
     ("gva2-fp32-vk-g3-bv64-cta-per-item", CASES[7], dict(persistent=False, ctas=1)),
     ("gva4-fp32-kv-l2-g0.1-bv128-cta-per-item", CASES[2], dict(persistent=False, ctas=1)),
     ("gva2-fp32-vk-misaligned-pool-5ctas", CASES[7][:4] + ({**CASES[7][4], "strided_pool": "misaligned"},)
+     + CASES[7][5:], dict(persistent=True, ctas=5)),
+    # bf16 pools one element (2 bytes) off a 16-byte boundary, both layouts, in the walk such a pool
+    # runs (one CTA per item)
+    ("gva2-bf16-kv-misaligned-pool-cta-per-item", CASES[1][:4] + ({**CASES[1][4], "strided_pool": "misaligned"},)
+     + CASES[1][5:], dict(persistent=False, ctas=1)),
+    ("gva2-bf16-vk-misaligned-pool-5ctas", CASES[7][:4] + ({**CASES[7][4], "strided_pool": "misaligned",
+                                                             "pool_dtype": torch.bfloat16},)
      + CASES[7][5:], dict(persistent=True, ctas=5)),
 ]
 
