@@ -7,7 +7,7 @@ For chunk rows i, j (C = 64), γ = chunk-local cumsum of g, D_ij = e^{γ_i − �
 Outputs: ``gcum [T, HV]`` fp32 (γ per token) and ``a [T, HV, 64]`` (Aβ row of each token, input
 dtype). Only rows of real tokens are written; the padding of a sequence's last chunk uses β = 0 and
 g = 0, so no padded row or column leaks into a real one. The gate is applied before any exponential
-sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (the exponent is masked to 0
+sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch per element; 0
 elsewhere).
 
 Work split: one CTA (128 threads, ≤ 128 registers, 51 KB shared: 4 CTAs per SM) per (chunk, *key*
@@ -49,6 +49,7 @@ import tilelang
 import tilelang.language as T
 
 CHUNK = 64
+LOG2E = 1.4426950408889634
 MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is 51 KB per CTA)
 # Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the bf16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
@@ -172,20 +173,22 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             for gi in T.serial(G):
                 bh = bhk * G + gi
                 # L in registers (kk's layout), then scattered into its consumers: the diagonal
-                # blocks in fp32, the merge operands split. e^x only sees x = γ_i − γ_j with i > j
-                # (0 elsewhere). γ and β come from register fragments loaded once per value head,
-                # the exp runs for every element and the mask is a select: read from shared memory
+                # blocks in fp32, the merge operands split. The exponential only sees γ_i − γ_j with
+                # i > j, inside the one branch that also drops padded rows (0 elsewhere). γ and β
+                # come from register fragments loaded once per value head: read from shared memory
                 # inside a branch per element, they cost 804 of the kernel's 1775 static SASS
-                # instructions (16/32), 470 now; the values are the same, bit for bit.
+                # instructions (16/32), 470 after. γ is scaled by log2 e as it is loaded (64 products,
+                # not 4096), so e^x is one ex2; with the single branch in place of an exponent mask
+                # and a second select pass: 1928 → 1792 SASS instructions (16/32), whole calls ×0.98–1.00
+                # (session 30, h200-session30/kkt-ab-2), errors unchanged.
                 for i in T.Parallel(C):
-                    g_row[i] = g_s[gi, i]
+                    g_row[i] = g_s[gi, i] * LOG2E
                     b_row[i] = b_s[gi, i]
                 for j in T.Parallel(C):
-                    g_col[j] = g_s[gi, j]
+                    g_col[j] = g_s[gi, j] * LOG2E
                 for i, j in T.Parallel(C, C):
-                    lf[i, j] = kk[i, j] * b_row[i] * T.exp(T.if_then_else(i > j, g_row[i] - g_col[j], 0.0))
-                for i, j in T.Parallel(C, C):
-                    lf[i, j] = T.if_then_else((i > j) & (i < nvalid), lf[i, j], 0.0)
+                    lf[i, j] = T.if_then_else((i > j) & (i < nvalid),
+                                              kk[i, j] * b_row[i] * T.exp2(g_row[i] - g_col[j]), 0.0)
                 for i, j in T.Parallel(C, C):
                     lh = T.cast(lf[i, j], half)
                     ll = T.cast(lf[i, j] - T.cast(lh, accum), half)
