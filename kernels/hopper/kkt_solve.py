@@ -177,10 +177,11 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 # i > j, inside the one branch that also drops padded rows (0 elsewhere). γ and β
                 # come from register fragments loaded once per value head: read from shared memory
                 # inside a branch per element, they cost 804 of the kernel's 1775 static SASS
-                # instructions (16/32), 470 after. γ is scaled by log2 e as it is loaded (64 products,
-                # not 4096), so e^x is one ex2; with the single branch in place of an exponent mask
-                # and a second select pass: 1928 → 1792 SASS instructions (16/32), whole calls ×0.98–1.00
-                # (session 30, h200-session30/kkt-ab-2), errors unchanged.
+                # instructions (16/32), 470 after. γ is scaled by log2 e as the fragments load it (a
+                # product per loaded value, not per element), so e^x is one ex2. With the single
+                # branch in place of an exponent mask and a second select pass: 1928 → 1792 SASS
+                # instructions (16/32), whole calls ×0.98–1.00 (session 30,
+                # h200-session30/kkt-ab-2), errors unchanged.
                 for i in T.Parallel(C):
                     g_row[i] = g_s[gi, i] * LOG2E
                     b_row[i] = b_s[gi, i]
