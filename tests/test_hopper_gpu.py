@@ -212,6 +212,11 @@ def test_matches_oracle(tag, seqlens, H, HV, kw, block_v):
     check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
 
 
+def with_kw(case, **kw):
+    """A CASES entry with make_case keywords added or replaced."""
+    return case[:4] + ({**case[4], **kw},) + case[5:]
+
+
 WALK_FORMS = [
     # tag, CASES entry, walk form: few persistent CTAs (odd counts: partial last rounds, both
     # directions of the deal) or one CTA per item
@@ -220,15 +225,14 @@ WALK_FORMS = [
     ("gva4-bf16-kv-l2-bv64-3ctas", CASES[8], dict(persistent=True, ctas=3)),
     ("gva2-fp32-vk-g3-bv64-cta-per-item", CASES[7], dict(persistent=False, ctas=1)),
     ("gva4-fp32-kv-l2-g0.1-bv128-cta-per-item", CASES[2], dict(persistent=False, ctas=1)),
-    ("gva2-fp32-vk-misaligned-pool-5ctas", CASES[7][:4] + ({**CASES[7][4], "strided_pool": "misaligned"},)
-     + CASES[7][5:], dict(persistent=True, ctas=5)),
+    ("gva2-fp32-vk-misaligned-pool-5ctas", with_kw(CASES[7], strided_pool="misaligned"),
+     dict(persistent=True, ctas=5)),
     # bf16 pools one element (2 bytes) off a 16-byte boundary, both layouts, in the walk such a pool
     # runs (one CTA per item)
-    ("gva2-bf16-kv-misaligned-pool-cta-per-item", CASES[1][:4] + ({**CASES[1][4], "strided_pool": "misaligned"},)
-     + CASES[1][5:], dict(persistent=False, ctas=1)),
-    ("gva2-bf16-vk-misaligned-pool-5ctas", CASES[7][:4] + ({**CASES[7][4], "strided_pool": "misaligned",
-                                                             "pool_dtype": torch.bfloat16},)
-     + CASES[7][5:], dict(persistent=True, ctas=5)),
+    ("gva2-bf16-kv-misaligned-pool-cta-per-item", with_kw(CASES[1], strided_pool="misaligned"),
+     dict(persistent=False, ctas=1)),
+    ("gva2-bf16-vk-misaligned-pool-5ctas", with_kw(CASES[7], strided_pool="misaligned", pool_dtype=torch.bfloat16),
+     dict(persistent=True, ctas=5)),
 ]
 
 
