@@ -3,7 +3,7 @@
 # the four merge products in tf32 (fp32 operands, one mma pass) instead of split bf16 (three).
 # 1. the checkout's walk-form cases (new: bf16 pools 2 bytes off a 16-byte boundary), every call
 #    forced onto the TileLang backend; 2. L's and Lt's GPU tests (oracle, walk forms, in-kernel
-#    l2norm); 3. kernels.py --backends qla per label. Carry: .gpu-p/tlc26, tlc28, tlcab, tlc30
+#    l2norm); 3. kernels.py --backends qla per label. Carry: .gpu-p/tlc26, tlc28, tlcab, tlc30b
 #    (.tar.xz: the variants' kkt kernels), .work/ab.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
