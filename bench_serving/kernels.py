@@ -39,6 +39,12 @@ import sys
 import time
 
 os.environ.setdefault("FLA_FLASH_QLA", "0")       # FLA must not dispatch to FlashQLA
+# gpu_ms() runs torch's profiler on every row. Unless TEARDOWN_CUPTI=1, Kineto leaves CUPTI attached
+# when the profiler stops, and every later launch in the process pays its callbacks: session 31 on
+# the H200, 10.0 → 13.8 µs per launch after one profiler session (7.1 → 7.5 with teardown), and a QLA
+# CP call's host time 420 against 258 µs, so every row after the first timed the host's slowdown in
+# its serving (and host-bound kernel) column, for every backend (sessions 29-30's tables).
+os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 import torch  # noqa: E402
 
@@ -62,7 +68,7 @@ K = V = 128
 
 def versions() -> dict:
     out = {"torch": torch.__version__, "python": platform.python_version(),
-           "cuda": torch.version.cuda}
+           "cuda": torch.version.cuda, "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI")}
     for name in ("tilelang", "fla", "flash_qla", "flashinfer", "triton"):
         try:
             mod = __import__(name)
