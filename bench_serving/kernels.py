@@ -40,10 +40,10 @@ import time
 
 os.environ.setdefault("FLA_FLASH_QLA", "0")       # FLA must not dispatch to FlashQLA
 # gpu_ms() runs torch's profiler on every row. Unless TEARDOWN_CUPTI=1, Kineto leaves CUPTI attached
-# when the profiler stops, and every later launch in the process pays its callbacks: session 31 on
-# the H200, 10.0 → 13.8 µs per launch after one profiler session (7.1 → 7.5 with teardown), and a QLA
-# CP call's host time 420 against 258 µs, so every row after the first timed the host's slowdown in
-# its serving (and host-bound kernel) column, for every backend (sessions 29-30's tables).
+# when the profiler stops, and later launches in the process pay its callbacks: session 31 on the
+# H200's host, 10.0 → 13.8 µs per launch after one profiler session in one process (7.1 → 7.5 with
+# teardown). Every row after a process's first was timed after such a session (host-bound serving
+# and kernel columns, every backend) until session 31.
 os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 import torch  # noqa: E402
