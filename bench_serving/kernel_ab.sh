@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kernel A/B on one GPU: the checkout's walk kernel against alternative versions of
 # kernels/hopper/fused_fwd.py (e.g. experiment branches), same inputs, same run. A FILE named
-# kkt_solve*.py replaces kernels/hopper/kkt_solve.py instead.
+# kkt_solve*.py replaces kernels/hopper/kkt_solve.py instead; FILE+FILE replaces both.
 #
 #   bash bench_serving/kernel_ab.sh OUT LABEL=FILE [LABEL=FILE ...]      # "tree" = the checkout
 #
@@ -45,11 +45,14 @@ make_site() {  # label file → OUT/site-<label>, laid out like the installed pa
   rm -rf "$site/bench_serving/results"
   cp -r "$ROOT/kernels" "$site/qla_serve/kernels"
   cp -r "$ROOT/integrations" "$site/qla_serve/integrations"
-  case "$(basename "${2:-none}")" in         # kkt_solve*.py replaces kkt_solve.py, any other file the walk
-    none) ;;
-    kkt_solve*.py) cp "$2" "$site/qla_serve/kernels/hopper/kkt_solve.py" ;;
-    *) cp "$2" "$site/qla_serve/kernels/hopper/fused_fwd.py" ;;
-  esac
+  local f
+  for f in ${2//+/ }; do                   # FILE[+FILE]: a label may replace both kernels
+    case "$(basename "$f")" in               # kkt_solve*.py replaces kkt_solve.py, any other file the walk
+      none) ;;
+      kkt_solve*.py) cp "$f" "$site/qla_serve/kernels/hopper/kkt_solve.py" ;;
+      *) cp "$f" "$site/qla_serve/kernels/hopper/fused_fwd.py" ;;
+    esac
+  done
   (cd / && PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c "import qla_serve.kernels.hopper.fused_fwd as m, sys; sys.exit(not m.__file__.startswith('$site'))") \
     || { echo "[ab] $1: the copy is not what imports" >&2; return 1; }
 }
@@ -59,7 +62,12 @@ in_site() {  # label cmd... : run cmd inside that label's copy (kept in front of
 }
 
 labels=(tree) files=("")
-for a in "$@"; do labels+=("${a%%=*}"); files+=("$(cd "$(dirname "${a#*=}")" && pwd)/$(basename "${a#*=}")"); done
+abspaths() {  # FILE[+FILE] → the same with absolute paths
+  local f out=""
+  for f in ${1//+/ }; do out+="${out:++}$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; done
+  echo "$out"
+}
+for a in "$@"; do labels+=("${a%%=*}"); files+=("$(abspaths "${a#*=}")"); done
 for i in "${!labels[@]}"; do make_site "${labels[$i]}" "${files[$i]}" || exit 1; done
 # Widths to build: the forced ones, and both the plan chooses between (64, 128) when "plan" is run.
 widths="$(echo ${AB_BLOCK_V:-plan 128} | tr ' ' '\n' | sed 's/^plan$/64\n128/' | sort -nu | paste -sd, -)"
