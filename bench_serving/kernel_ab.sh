@@ -46,9 +46,8 @@ make_site() {  # label file → OUT/site-<label>, laid out like the installed pa
   cp -r "$ROOT/kernels" "$site/qla_serve/kernels"
   cp -r "$ROOT/integrations" "$site/qla_serve/integrations"
   local f
-  for f in ${2//+/ }; do                   # FILE[+FILE]: a label may replace both kernels
+  for f in ${2//+/ }; do                   # FILE[+FILE] ("" for the checkout): a label may replace both kernels
     case "$(basename "$f")" in               # kkt_solve*.py replaces kkt_solve.py, any other file the walk
-      none) ;;
       kkt_solve*.py) cp "$f" "$site/qla_serve/kernels/hopper/kkt_solve.py" ;;
       *) cp "$f" "$site/qla_serve/kernels/hopper/fused_fwd.py" ;;
     esac
