@@ -43,7 +43,8 @@ os.environ.setdefault("FLA_FLASH_QLA", "0")       # FLA must not dispatch to Fla
 # when the profiler stops, and later launches in the process pay its callbacks: session 31 on the
 # H200's host, 10.0 → 13.8 µs per launch after one profiler session in one process (7.1 → 7.5 with
 # teardown). Every row after a process's first was timed after such a session (host-bound serving
-# and kernel columns, every backend) until session 31.
+# and kernel columns, every backend) until session 31. At the table's level session 32 saw no
+# difference (six processes, 0 / 1 alternating): the host's drift over seconds is far larger.
 os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 import torch  # noqa: E402
@@ -64,6 +65,23 @@ SEQLENS = {
     "256x1+4096": [1] * 256 + [4096],
 }
 K = V = 128
+
+
+def mix_seqlens(name: str) -> list[int]:
+    """A named mix of SEQLENS, or an ad-hoc one: terms joined by "+", each LENGTH or COUNT*LENGTH
+    (e.g. "16384+64*16": one 16384-token sequence and 64 of 16 tokens)."""
+    if name in SEQLENS:
+        return SEQLENS[name]
+    try:
+        out = []
+        for term in name.split("+"):
+            count, _, length = term.rpartition("*")
+            out += [int(length)] * (int(count) if count else 1)
+    except ValueError:
+        raise SystemExit(f"--mixes: {name!r} is neither one of {sorted(SEQLENS)} nor of the form 16384+64*16") from None
+    if not out or min(out) < 1:
+        raise SystemExit(f"--mixes: {name!r} needs positive lengths")
+    return out
 
 
 def versions() -> dict:
@@ -565,7 +583,7 @@ def prewarm_worker(H: int, HV: int, mixes: list[str]) -> None:
     """Run FlashQLA once per length mix (no timing): its TileLang kernels land in the disk cache."""
     import flash_qla  # noqa: F401
     for mix in mixes:
-        x = make_inputs(SEQLENS[mix], H, HV)
+        x = make_inputs(mix_seqlens(mix), H, HV)
         for fn in flashqla_fns(x):
             try:
                 fn()
@@ -712,7 +730,8 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting rows after this many seconds")
     ap.add_argument("--heads", default=None, help="e.g. 16/32,2/8 (default: all six)")
     ap.add_argument("--prewarm-worker", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--mixes", default=None)
+    ap.add_argument("--mixes", default=None, help="comma-separated: names of SEQLENS (1x32768, 1024x8, …) or "
+                    "ad-hoc mixes such as 16384+64*16 (COUNT*LENGTH terms)")
     ap.add_argument("--no-prewarm", action="store_true")
     ap.add_argument("--isolate", action="store_true",
                     help="time each backend's rows in a process of its own (then agreement in this one)")
@@ -742,7 +761,7 @@ def main() -> None:
         heads = [tuple(int(t) for t in h.split("/")) for h in args.heads.split(",")]
     mixes = {k: SEQLENS[k] for k in (["1x8192", "8192x4", "64x128", "256x1+4096"] if args.quick else SEQLENS)}
     if args.mixes:
-        mixes = {k: SEQLENS[k] for k in args.mixes.split(",")}
+        mixes = {k: mix_seqlens(k) for k in args.mixes.split(",")}
     backends = [b for b in args.backends.split(",") if b]
     usable = {}
     for b in backends:
@@ -756,7 +775,7 @@ def main() -> None:
               "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": [],
               "env": {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "QLA_CP", "QLA_CP_PARTS", "QLA_CP_TAIL",
                                                      "QLA_CP_ANY_COUNT", "QLA_BENCH_POOL", "TILELANG_DEFAULT_TARGET",
-                                                     "QLA_BENCH_INPUTS")}}
+                                                     "QLA_BENCH_INPUTS", "QLA_PERSISTENT")}}
     qla_build = None
     if "qla" in usable and not args.no_prewarm:
         # QLA's kernels (kkt, walk, CP passes, combine) for these heads, built in parallel worker

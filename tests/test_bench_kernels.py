@@ -18,6 +18,15 @@ def test_busy_us_is_the_union_of_the_spans():
     assert kernels.busy_us([(0, 1), (5, 6)]) == pytest.approx(2)                  # the gap is not busy
 
 
+def test_mixes_are_named_or_ad_hoc():
+    assert kernels.mix_seqlens("1024x8") == [1024] * 8                      # a named mix
+    assert kernels.mix_seqlens("16384+64*16") == [16384] + [16] * 64        # COUNT*LENGTH terms
+    assert kernels.mix_seqlens("2048+16*128") == [2048] + [128] * 16
+    for bad in ("1024y8", "4+0", "+", "2*"):
+        with pytest.raises(SystemExit, match="--mixes"):
+            kernels.mix_seqlens(bad)
+
+
 def _row(heads, seqlens, q, fq, qg=None, fqg=None, qs=1.0, fqs=2.0):
     return {"heads": heads, "mix": "m", "seqlens": seqlens, "qla_ms": q, "flashqla_ms": fq,
             "qla_over_flashqla": q / fq, "qla_over_flashqla_gpu": (qg / fqg) if qg and fqg else None,
