@@ -12,8 +12,9 @@ Variants (every one but ``fast`` and ``fastp`` computes wrong results by design;
   noostore  only the transposed Oᵀ → O-tile write is skipped (shared-memory store cost)
   noupdate  the state update GEMM is skipped (X only decays): the chain's last GEMM
   fast      TileLang fast math (approximate exp): a real candidate, accuracy to be checked by the tests
-  fastp     only P's decay mask uses the fast __expf (32 accurate expf a WG_P thread per chunk are
-            322 of WG_P's 681 SASS instructions in the loop, static count at 16/32, V-block 64):
+  fastp     only P's decay mask uses the fast __expf (32 accurate expf a WG_P thread per chunk were
+            322 of WG_P's 681 SASS instructions in the loop, static count at 16/32, V-block 64;
+            session 7 measured ×0.99–1.00; since session 33 the mask is exp2f of log2e-scaled γ):
             a real candidate too
 Each edit is an exact text replacement; a missing pattern stops the script (the kernel changed).
 """
@@ -30,7 +31,7 @@ _OSTORE = ("                    for i, j in T.Parallel(R, C):\n"
            "                        o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)\n")
 _UPDATE = "                T.gemm(un, k_s[b, :, :], X, clear_accum=False)\n"
 _FAST = "PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,"
-_PEXP = "T.exp(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0))"
+_PEXP = "T.exp2(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0))"   # γ scaled by log2 e (session 33)
 
 
 def _cut(src: str, start: str, end: str, keep_end: bool) -> str:
@@ -49,7 +50,9 @@ def variants(src: str) -> dict[str, str]:
         "noostore": src.replace(_OSTORE, ""),
         "noupdate": src.replace(_UPDATE, ""),
         "fast": src.replace(_FAST, _FAST.replace("False", "True")),
-        "fastp": src.replace(_PEXP, 'T.call_extern("float32", "__expf", ' + _PEXP.removeprefix("T.exp(")),
+        # 2^x = e^{x ln 2}: the fast __expf on the log2e-scaled argument
+        "fastp": src.replace(_PEXP, 'T.call_extern("float32", "__expf", '
+                             + _PEXP.removeprefix("T.exp2(").removesuffix(")") + " * 0.6931471805599453)"),
     }
 
 
