@@ -6,6 +6,7 @@ and each one's ratio to the checkout's kernel at the plan's V-block ("tree-bvpla
 import glob
 import json
 import os
+import re
 import sys
 
 
@@ -46,8 +47,9 @@ def main(out: str, base: str = "tree-bvplan") -> None:
         acc = runs[n].get("accuracy", {}).get("qla")
         print(f"- {n}: {json.dumps(acc)}")
     r0 = runs[base]
-    print(f"\nGPU {r0.get('gpu')}; versions {json.dumps(r0.get('versions'))}; command per run: kernels.py "
-          f"{r0.get('command', '').split('kernels.py', 1)[-1].strip()}")
+    # the script was kernels.py before session 35; older runs' commands name it so
+    args = re.split(r"(?:kernels|kernel_bench)\.py", r0.get("command", ""), maxsplit=1)[-1].strip()
+    print(f"\nGPU {r0.get('gpu')}; versions {json.dumps(r0.get('versions'))}; command per run: kernel_bench.py {args}")
 
 
 if __name__ == "__main__":

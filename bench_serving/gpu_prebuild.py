@@ -1,4 +1,4 @@
-"""Build the TileLang kernels that tests/test_hopper_gpu.py and bench_serving/kernels.py will use
+"""Build the TileLang kernels that tests/test_hopper_gpu.py and bench_serving/kernel_bench.py will use
 into TileLang's disk cache, in parallel worker processes (one nvcc per core), so that the tests and
 the bench load instead of compiling one kernel at a time (~10 s each; ~150 kernels in all).
 
@@ -113,7 +113,7 @@ def main() -> None:
                     help="also host_profile.py's variants (bf16 pool) for the --heads configs")
     ap.add_argument("--packed-l2norm", action="store_true",
                     help="bench variants with q/k/v packed in one buffer and in-kernel l2norm "
-                         "(kernels.py with QLA_BENCH_INPUTS=packed-l2norm)")
+                         "(kernel_bench.py with QLA_BENCH_INPUTS=packed-l2norm)")
     ap.add_argument("--block-v", default=",".join(str(b) for b in hopper.KERNEL_BLOCK_V),
                     help="V-block widths to build for every variant")
     args = ap.parse_args()

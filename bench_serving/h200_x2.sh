@@ -13,9 +13,9 @@
 #          GPU 0: SGLang adapter test (issue 6) ∥ GPU 1: tests/test_hopper_gpu.py (issue 3); with
 #          AB_ALTS="label=fused_fwd.py ..." both GPUs then A/B those kernels (kernel_ab.sh).
 #   tp1    GPU 0: gpu_vllm_check.sh, qla vs --gdn-prefill-backend triton and flashinfer (issue 5)
-#          ∥ GPU 1: kernels.py, heads 16/32, 8/32, 16/64 (issue 3's table, part A).
+#          ∥ GPU 1: kernel_bench.py, heads 16/32, 8/32, 16/64 (issue 3's table, part A).
 #   tp2    gpu_vllm_check.sh --tp 2 vs triton (issue 5).
-#   serve  GPU 0: run_h200.sh full shape, h200-quick (issue 7) ∥ GPU 1: kernels.py, heads 2/8,
+#   serve  GPU 0: run_h200.sh full shape, h200-quick (issue 7) ∥ GPU 1: kernel_bench.py, heads 2/8,
 #          4/16, 16/48 (part B), then the CP sweep (issue 4) with what time is left.
 #   graphs gpu_vllm_check.sh --no-eager --prefix-caching, qla on GPU 1 beside triton on GPU 0
 #          (both start at once: torch.compile + CUDA-graph capture; issue 5's graphs and "align").
@@ -28,7 +28,7 @@
 #
 # Every job gets a deadline below the device tool's 600 s; at the end the stage's folder is packed
 # into $OUT/<stage>.tar.gz (the tool returns at most 8 files) beside a short $OUT/<stage>.txt.
-# `python3 bench_serving/kernels.py --merge A/kernels.json B/kernels.json --out DIR` joins the two
+# `python3 bench_serving/kernel_bench.py --merge A/kernels.json B/kernels.json --out DIR` joins the two
 # table parts afterwards. Env: STAGE_S (default 540) = the stage's deadline in seconds; for `serve`
 # also SHAPES (default full), MATRIX_ARGS and GPU1_CMD (see the stage); for `prep` PREP_TESTS=0
 # (builds only: no GPU tests, no SGLang test) and PREP_MODELS (gpu_prep.sh's).
@@ -82,7 +82,7 @@ prep)
 tp1)
   ( CUDA_VISIBLE_DEVICES=0 OUT="$S/check" WEIGHTS=random timeout -k 20 --signal=INT $(( $(left) - 15 )) \
       bash bench_serving/gpu_vllm_check.sh --ref triton,flashinfer ) > "$S/check.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernels.py \
+  CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernel_bench.py \
     --heads 16/32,8/32,16/64 --budget-s $(( $(left) - 90 )) --out "$S/kernels-a" > "$S/kernels-a.log" 2>&1
   wait
   ;;
@@ -99,9 +99,9 @@ serve)
     CUDA_VISIBLE_DEVICES=1 GPU1_LEFT=$(( $(left) - 20 )) S="$S" timeout -k 10 $(( $(left) - 10 )) \
       bash -c "$GPU1_CMD" > "$S/gpu1.log" 2>&1
   else
-    CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 150 )) "$PY" bench_serving/kernels.py \
+    CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 150 )) "$PY" bench_serving/kernel_bench.py \
       --heads 2/8,4/16,16/48 --budget-s $(( $(left) - 240 )) --out "$S/kernels-b" > "$S/kernels-b.log" 2>&1
-    CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernels.py --cp-sweep \
+    CUDA_VISIBLE_DEVICES=1 timeout -k 10 $(( $(left) - 10 )) "$PY" bench_serving/kernel_bench.py --cp-sweep \
       --heads 16/32,2/8 --cp-block-v 64 --budget-s $(( $(left) - 40 )) --out "$S/cp-sweep" > "$S/cp-sweep.log" 2>&1
   fi
   wait

@@ -191,12 +191,12 @@ def main(argv=None) -> int:
     ap.add_argument("--stub", action="store_true", help="stub the kernels even on a GPU")
     ap.add_argument("--out", help="write the rows as JSON here")
     ap.add_argument("--unit-norm-keys", action="store_true",
-                    help="plans declare unit-norm keys (CP tail starts), as kernels.py's do")
+                    help="plans declare unit-norm keys (CP tail starts), as kernel_bench.py's do")
     ap.add_argument("--cprofile", metavar="DIR", help="also write cProfile's top functions per row here (GPU)")
     ap.add_argument("--before", default="", metavar="STEPS",
                     help="comma list run once before the rows, to see what slows a process's host work: "
-                         "'anchors' imports FLA and FlashQLA (as kernels.py does), 'profiler' runs one torch "
-                         "profiler session (kernels.py's GPU-busy timing), 'gc-freeze' freezes the heap "
+                         "'anchors' imports FLA and FlashQLA (as kernel_bench.py does), 'profiler' runs one torch "
+                         "profiler session (kernel_bench.py's GPU-busy timing), 'gc-freeze' freezes the heap "
                          "(session 28: the table process's host took 2-5x this script's on the same calls)")
     args = ap.parse_args(argv)
     gpu = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)

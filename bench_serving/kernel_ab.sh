@@ -11,7 +11,7 @@
 #   1. the GPU tests (tests/test_hopper_gpu.py, errors vs the fp64 oracle; AB_TESTS=0 skips; AB_TEST_K
 #      selects cases with -k), for every alternative but not for "tree" (AB_TEST_TREE=1 adds it;
 #      AB_TEST_LABELS="a b" limits them to those labels);
-#   2. kernels.py --backends qla on AB_HEADS × AB_MIXES, once per V-block in AB_BLOCK_V ("plan" = the
+#   2. kernel_bench.py --backends qla on AB_HEADS × AB_MIXES, once per V-block in AB_BLOCK_V ("plan" = the
 #      plan's choice), each run prebuilding its kernels in parallel first.
 # The comparison is OUT/ab.md (bench_serving/ab_table.py: qla_ms per row, label and V-block, ratio
 # to the checkout at the plan's V-block). An alternative file is taken from an untracked or carried path,
@@ -24,7 +24,7 @@
 # Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
 # plan's choice, then forced 128; set and empty: only the tests), AB_BASE (the ratios' reference
 # run, default tree-bvplan),
-# AB_BACKENDS (kernels.py --backends of the timed runs, default qla; e.g. qla,flashqla,fla for an
+# AB_BACKENDS (kernel_bench.py --backends of the timed runs, default qla; e.g. qla,flashqla,fla for an
 # alternative's issue-3 table), AB_TIME_TREE=0 (time only the alternatives),
 # AB_DEADLINE (seconds for the whole script; each timed run gets an equal share of what is left, and
 # rows stop being started past it), PYTHON.
@@ -102,7 +102,7 @@ for bv in "${widths_run[@]}"; do
     share=$(( (left - 10) / runs_left )); runs_left=$((runs_left - 1))
     [ "$share" -gt 45 ] || share=$((left - 10))
     env_bv=(); [ "$bv" != plan ] && env_bv=(QLA_BLOCK_V="$bv")
-    in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernels.py --backends "${AB_BACKENDS:-qla}" \
+    in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernel_bench.py --backends "${AB_BACKENDS:-qla}" \
       --heads "$HEADS" --mixes "$MIXES" --budget-s $((share - 20)) --out "$OUT/$l-bv$bv" > "$OUT/$l-bv$bv.log" 2>&1
     echo "[ab] $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
   done

@@ -41,7 +41,7 @@ from types import SimpleNamespace
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import versions  # noqa: E402
+from kernel_bench import versions  # noqa: E402
 
 from qla_serve import gdn_prefill, plan_prefill  # noqa: E402
 

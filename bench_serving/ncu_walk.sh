@@ -7,12 +7,12 @@
 # Profiles every kernel of the last of three calls (qla: kkt_solve and the fused walk; the first
 # two calls load and warm them) of bench_serving/walk_once.py, selected by its NVTX range, with
 # the full section set and source correlation (TileLang builds with -lineinfo), clocks left alone
-# (--clock-control none, as METHOD.md asks). BACKEND (default qla) is any of kernels.py's.
+# (--clock-control none, as METHOD.md asks). BACKEND (default qla) is any of kernel_bench.py's.
 # Writes OUT/walk.ncu-rep and text pages beside it: details.txt (throughputs, occupancy, warp
 # state statistics per kernel), raw.csv.gz (every metric) and source-<kernel>.csv.gz (per SASS
 # line: instructions executed, warp stall samples by reason), which locate the stalls in the
 # generated code (TileLang's device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default
-# ncu), QLA_CP / QLA_BLOCK_V as for kernels.py (QLA_CP=0 is set here unless given: one walk, no CP
+# ncu), QLA_CP / QLA_BLOCK_V as for kernel_bench.py (QLA_CP=0 is set here unless given: one walk, no CP
 # phases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

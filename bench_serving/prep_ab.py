@@ -25,7 +25,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import bench, gpu_ms, versions  # noqa: E402
+from kernel_bench import bench, gpu_ms, versions  # noqa: E402
 
 import qla_serve  # noqa: E402
 from qla_serve import gdn_gating, gdn_prefill, plan_prefill  # noqa: E402

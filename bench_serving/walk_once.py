@@ -1,11 +1,11 @@
 """Drive one backend's prefill a few times on one benchmark row, for a profiler to watch
-(bench_serving/ncu_walk.sh): the same random inputs as kernels.py, ``--calls`` calls of its cached
+(bench_serving/ncu_walk.sh): the same random inputs as kernel_bench.py, ``--calls`` calls of its cached
 ("kernel") path, the last one inside an NVTX range named ``profile`` (ncu's --nvtx-include).
 
     python bench_serving/walk_once.py --heads 16/32 --mix 8192x4 [--calls 4] [--backend flashinfer]
 
 For qla: QLA_CP=0 in the environment keeps a long sequence in one walk (no CP phases);
-QLA_BLOCK_V forces the V-block, as in kernels.py."""
+QLA_BLOCK_V forces the V-block, as in kernel_bench.py."""
 import argparse
 import os
 import sys
@@ -13,7 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import BACKENDS, SEQLENS, make_inputs  # noqa: E402
+from kernel_bench import BACKENDS, SEQLENS, make_inputs  # noqa: E402
 
 
 def main() -> None:

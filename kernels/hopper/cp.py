@@ -51,7 +51,7 @@ partition), every other sequence a share proportional to its chunk count. The V-
 comes from the walk's rule, then :func:`widen_block_v`: 128 where the same cost model has a CP row
 ending first there (since session 25; with tail starts also a row that 64 leaves unsplit because its
 CTAs fill the SMs). Everything is measured:
-``bench_serving/kernels.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and
+``bench_serving/kernel_bench.py --cp-sweep`` times P per row, :func:`fit_all` picks the constants (and
 the V-block widening) that lose least against the best (V-block, P) of every row, :func:`fit_cost`
 the model's, and :func:`compare_counts` whether counts other than powers of two win (``python -m
 qla_serve.kernels.hopper.cp fit SWEEP.json`` prints all three).
@@ -726,7 +726,7 @@ def warmup_cp(variants, log=print) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Fitting the rule from the sweep (bench_serving/kernels.py --cp-sweep)
+# Fitting the rule from the sweep (bench_serving/kernel_bench.py --cp-sweep)
 
 
 def _sweep_table(rows: list[dict], metric: str = "ms") -> dict[tuple, dict[int, float]]:
@@ -786,7 +786,7 @@ def _score_params(tab: dict, meta: dict, sms: int, params: CPParams) -> dict:
 
 def fit_params(sweep: dict, grid: dict[str, Sequence[int]] | None = None) -> dict:
     """Pick CPParams minimising the geometric-mean slowdown of the rule's choice vs the best measured P
-    over every swept row (each V-block on its own). ``sweep``: the JSON written by ``kernels.py
+    over every swept row (each V-block on its own). ``sweep``: the JSON written by ``kernel_bench.py
     --cp-sweep``. Ties: the smaller worst case, then the grid's order (fewer CTAs, then the longest
     partitions: rows too short to split were not swept, so split no finer than needed; then the
     smallest min_seq_chunks, which leaves every longer sequence's pick as it was)."""

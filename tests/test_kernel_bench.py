@@ -1,5 +1,6 @@
-"""bench_serving/kernels.py's host-side pieces on the CPU: the GPU-busy union and issue 3's target
+"""bench_serving/kernel_bench.py's host-side pieces on the CPU: the GPU-busy union and issue 3's target
 counts over both the wall-time and the GPU-busy ratios."""
+import importlib.metadata
 import sys
 from pathlib import Path
 
@@ -8,23 +9,34 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench_serving"))
-import kernels  # noqa: E402
+import kernel_bench  # noqa: E402
+
+
+def test_no_bench_script_shadows_an_installed_or_stdlib_module():
+    # bench_serving's scripts run with their folder first on sys.path (`python bench_serving/x.py`, and
+    # these tests), so a script named like an installed top-level package hides it from every library
+    # that imports it: transformers 5.25 imports Hugging Face's `kernels`, which this script shadowed
+    # while it was called kernels.py (CI, 2026-12-03).
+    taken = set(importlib.metadata.packages_distributions()) | set(sys.stdlib_module_names)
+    scripts = {p.stem for p in (ROOT / "bench_serving").glob("*.py")}
+    assert "transformers" in taken                     # the check sees the installed packages at all
+    assert not scripts & taken, f"bench_serving scripts named like installed modules: {sorted(scripts & taken)}"
 
 
 def test_busy_us_is_the_union_of_the_spans():
-    assert kernels.busy_us([]) == 0.0
-    assert kernels.busy_us([(20, 25), (0, 10), (5, 15)]) == pytest.approx(20)     # overlap counted once
-    assert kernels.busy_us([(0, 10), (2, 3), (10, 12)]) == pytest.approx(12)      # nested, touching
-    assert kernels.busy_us([(0, 1), (5, 6)]) == pytest.approx(2)                  # the gap is not busy
+    assert kernel_bench.busy_us([]) == 0.0
+    assert kernel_bench.busy_us([(20, 25), (0, 10), (5, 15)]) == pytest.approx(20)     # overlap counted once
+    assert kernel_bench.busy_us([(0, 10), (2, 3), (10, 12)]) == pytest.approx(12)      # nested, touching
+    assert kernel_bench.busy_us([(0, 1), (5, 6)]) == pytest.approx(2)                  # the gap is not busy
 
 
 def test_mixes_are_named_or_ad_hoc():
-    assert kernels.mix_seqlens("1024x8") == [1024] * 8                      # a named mix
-    assert kernels.mix_seqlens("16384+64*16") == [16384] + [16] * 64        # COUNT*LENGTH terms
-    assert kernels.mix_seqlens("2048+16*128") == [2048] + [128] * 16
+    assert kernel_bench.mix_seqlens("1024x8") == [1024] * 8                      # a named mix
+    assert kernel_bench.mix_seqlens("16384+64*16") == [16384] + [16] * 64        # COUNT*LENGTH terms
+    assert kernel_bench.mix_seqlens("2048+16*128") == [2048] + [128] * 16
     for bad in ("1024y8", "4+0", "+", "2*"):
         with pytest.raises(SystemExit, match="--mixes"):
-            kernels.mix_seqlens(bad)
+            kernel_bench.mix_seqlens(bad)
 
 
 def _row(heads, seqlens, q, fq, qg=None, fqg=None, qs=1.0, fqs=2.0):
@@ -39,11 +51,11 @@ def test_targets_count_wall_and_gpu_ratios(tmp_path):
             _row("16/32", [8192] * 4, 0.6, 0.7, qg=0.4, fqg=0.6),      # wall 0.86 not, GPU 0.67 meets
             _row("2/8", [32768], 0.1, 1.0, qs=0.1, fqs=0.4),           # N·HV = 8: not counted in (a)
             _row("16/32", [512] * 16, 0.5, 0.5)]                       # no GPU ratio: wall only
-    a, b = kernels.targets(rows)
+    a, b = kernel_bench.targets(rows)
     assert a.endswith(": 1 of 3; on GPU-busy time: 1 of 2")
     assert b.endswith(": 1 of 4")
     out = tmp_path / "k.md"
-    kernels.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
+    kernel_bench.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
     text = out.read_text()
     assert "| 16/32 | m | 0.500 |" in text and "QLA/FlashQLA GPU" in text and "0.909" in text
 
@@ -77,10 +89,10 @@ def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypa
             if p.pid == pid:
                 p.killed = True
 
-    monkeypatch.setattr(kernels.subprocess, "Popen", FakeProc)
-    monkeypatch.setattr(kernels.os, "killpg", killpg)
-    monkeypatch.setattr(kernels.time, "sleep", lambda s: None)
-    kernels.prewarm([(16, 32), (2, 8)], ["1x8192", "8192x4", "16x512"], jobs=3)
+    monkeypatch.setattr(kernel_bench.subprocess, "Popen", FakeProc)
+    monkeypatch.setattr(kernel_bench.os, "killpg", killpg)
+    monkeypatch.setattr(kernel_bench.time, "sleep", lambda s: None)
+    kernel_bench.prewarm([(16, 32), (2, 8)], ["1x8192", "8192x4", "16x512"], jobs=3)
     got = sorted((p.argv[p.argv.index("--prewarm-worker") + 1], p.argv[-1]) for p in started)
     assert got == sorted((h, m) for h in ("16,32", "2,8") for m in ("1x8192", "8192x4", "16x512"))
     assert all(p.kw.get("start_new_session") for p in started) and killed_groups == []
@@ -92,27 +104,27 @@ def test_prewarm_runs_one_worker_per_heads_and_mix_at_most_jobs_at_once(monkeypa
     started.clear()
     alive.clear()
     clock = iter(range(0, 1000, 50))
-    monkeypatch.setattr(kernels.subprocess, "Popen", Stuck)
-    monkeypatch.setattr(kernels.time, "time", lambda: next(clock))
-    kernels.prewarm([(16, 32)], ["1x8192", "8192x4"], timeout_s=120, jobs=1)
+    monkeypatch.setattr(kernel_bench.subprocess, "Popen", Stuck)
+    monkeypatch.setattr(kernel_bench.time, "time", lambda: next(clock))
+    kernel_bench.prewarm([(16, 32)], ["1x8192", "8192x4"], timeout_s=120, jobs=1)
     assert len(started) == 1 and started[0].killed                   # the deadline: killed, none after
-    assert killed_groups == [(started[0].pid, kernels.signal.SIGKILL)]
+    assert killed_groups == [(started[0].pid, kernel_bench.signal.SIGKILL)]
 
 
 def test_rows_that_disagree_with_fla_are_named_in_the_markdown(tmp_path):
     """The per-row QLA-vs-FLA check: the worst row is reported, a row over the tolerance (or NaN:
     an unwritten, poisoned output) is named; rows without the check leave the section out."""
     a = torch.ones(4, 8)
-    assert kernels.rel_l2(a, a) == 0.0
-    assert kernels.rel_l2(a * 1.01, a) == pytest.approx(0.01)
-    assert kernels.rel_l2(torch.full_like(a, float("nan")), a) != kernels.rel_l2(torch.full_like(a, float("nan")), a)
+    assert kernel_bench.rel_l2(a, a) == 0.0
+    assert kernel_bench.rel_l2(a * 1.01, a) == pytest.approx(0.01)
+    assert kernel_bench.rel_l2(torch.full_like(a, float("nan")), a) != kernel_bench.rel_l2(torch.full_like(a, float("nan")), a)
     rows = [_row("2/8", [32768], 0.2, 0.3), _row("4/16", [28672, 4096], 0.3, 0.4), _row("8/32", [8192], 0.3, 0.4)]
-    assert kernels.agreement_lines(rows) == []
+    assert kernel_bench.agreement_lines(rows) == []
     rows[0].update(qla_vs_fla_o=3e-3, qla_vs_fla_state=2e-3)
     rows[1].update(qla_vs_fla_o=0.2, qla_vs_fla_state=4e-3)
     rows[2].update(qla_vs_fla_o=float("nan"), qla_vs_fla_state=1e-3)
     out = tmp_path / "k.md"
-    kernels.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
+    kernel_bench.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
     text = out.read_text()
     assert "QLA vs FLA on every row's own inputs" in text and "over 0.01: 2" in text
     assert "- DISAGREE 4/16 m: o 2.00e-01" in text and "- DISAGREE 8/32 m: o nan" in text
@@ -137,10 +149,10 @@ def test_isolate_runs_each_backend_in_its_own_process_and_merges_its_fields(monk
         json.dump({"rows": rows}, open(out / "kernels.json", "w"))
         return 0
 
-    monkeypatch.setattr(kernels.subprocess, "call", fake_call)
+    monkeypatch.setattr(kernel_bench.subprocess, "call", fake_call)
     args = types.SimpleNamespace(budget_s=100.0, out=str(tmp_path))
     mixes = {"64x128": [128] * 64, "1x8192": [8192]}
-    rows = kernels.time_isolated(args, [(16, 32)], mixes, ["qla", "flashqla"], kernels.time.time())
+    rows = kernel_bench.time_isolated(args, [(16, 32)], mixes, ["qla", "flashqla"], kernel_bench.time.time())
     assert [c[c.index("--backends") + 1] for c in calls] == ["qla", "flashqla"]
     assert all("--no-prewarm" in c and "--no-agreement" in c and "--no-accuracy" in c for c in calls)
     assert len(rows) == 1 and rows[0]["mix"] == "64x128"

@@ -13,14 +13,14 @@ wall time is the host's, and it changes with the host instance. Each (a) row the
 ``<backend>_gpu_ms``: GPU-busy time per call from torch's profiler, with no host gaps. Issue 3's (a)
 is counted on both. Writes kernels.json, kernels.md and kernels.png into $OUT (or --out).
 
-    FLA_FLASH_QLA=0 python bench_serving/kernels.py [--quick] [--out DIR]
+    FLA_FLASH_QLA=0 python bench_serving/kernel_bench.py [--quick] [--out DIR]
 
 CP sweep (issue 4): ``--cp-sweep`` times QLA's whole prefill (do_bench wall ms and GPU-busy ms) with
 the longest sequence forced to P ∈ {1, 2, 4, 8, 16, 32} partitions (QLA_CP_PARTS) on rows 1×32768, 1×16384, 1×8192, 28672+4096,
 1×4096, 1×2048 for heads 2/8, 4/16, 8/32, 16/32, writes cp_sweep.json and fits the CP rule's
 constants into cp_fit.json:
 
-    python bench_serving/kernels.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
+    python bench_serving/kernel_bench.py --cp-sweep --out $OUT [--cp-block-v 64,128] [--heads 2/8]
 
 ``--isolate`` times each backend's rows in a process of its own (one after another; the agreement
 check then runs in the parent), as a server runs one backend: in one process the backends' host
