@@ -1,10 +1,19 @@
 """Shared test helpers: fresh random GDN inputs, the oracle comparison, GPU skipping."""
 from __future__ import annotations
 
+import os
+import sys
 import zlib
+from pathlib import Path
 
 import pytest
 import torch
+
+# The checkout's root stays off sys.path in the tests: `python -m pytest` puts the working directory
+# first, and the root's kernels/ folder (installed as qla_serve.kernels) would then shadow Hugging
+# Face's `kernels` package, which transformers >= 5.25 imports (CI, 2026-12-03).
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() != ROOT]
 
 from qla_serve.reference import l2norm, pool_to_kv, token_recurrence
 

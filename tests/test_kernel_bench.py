@@ -1,6 +1,7 @@
 """bench_serving/kernel_bench.py's host-side pieces on the CPU: the GPU-busy union and issue 3's target
 counts over both the wall-time and the GPU-busy ratios."""
 import importlib.metadata
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -12,16 +13,20 @@ sys.path.insert(0, str(ROOT / "bench_serving"))
 import kernel_bench  # noqa: E402
 
 
-def test_no_bench_script_shadows_an_installed_or_stdlib_module():
+def test_nothing_in_the_checkout_shadows_an_installed_or_stdlib_module():
     # bench_serving's scripts run with their folder first on sys.path (`python bench_serving/x.py`, and
     # these tests), so a script named like an installed top-level package hides it from every library
     # that imports it: transformers 5.25 imports Hugging Face's `kernels`, which this script shadowed
-    # while it was called kernels.py (CI, 2026-12-03).
+    # while it was called kernels.py (CI, 2026-12-03). The root's kernels/ folder would too, were the
+    # root on sys.path (conftest.py takes it off).
     taken = set(importlib.metadata.packages_distributions()) | set(sys.stdlib_module_names)
     scripts = {p.stem for p in (ROOT / "bench_serving").glob("*.py")}
     assert "transformers" in taken                     # the check sees the installed packages at all
     assert not scripts & taken, f"bench_serving scripts named like installed modules: {sorted(scripts & taken)}"
-
+    spec = importlib.util.find_spec("kernels")
+    if spec is not None:                               # Hugging Face's, or nothing; never ROOT/kernels
+        where = Path(spec.origin).parent if spec.origin else Path(next(iter(spec.submodule_search_locations)))
+        assert where.resolve() != ROOT / "kernels", f"`kernels` resolves to the checkout's folder: {where}"
 
 def test_busy_us_is_the_union_of_the_spans():
     assert kernel_bench.busy_us([]) == 0.0
