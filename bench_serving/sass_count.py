@@ -1,14 +1,16 @@
 """Static SASS instruction counts of the Hopper kernels, by warp role, on a machine without a GPU.
 
     python bench_serving/sass_count.py [--heads 16/32] [--block-v 64] [--phase 0] [--kernel fwd|kkt]
-                                       [--fused-fwd FILE] [--top 12]
+                                       [--fused-fwd FILE] [--kkt-solve FILE] [--top 12]
 
 Builds one variant with TileLang for sm_90a (TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100; the disk
 cache serves it when it is there), compiles the generated device_kernel.cu again with
 ``nvcc -lineinfo`` and disassembles the cubin with ``nvdisasm -g``, then sums instructions per line
 of the generated source. The fused walk's lines are split by its three ``setmaxnreg`` calls into
-the consumers, WG_P and the IO warps; kkt_solve is one region. ``--fused-fwd`` counts another
-version of fused_fwd.py (e.g. ``git show REV:kernels/hopper/fused_fwd.py > old.py``).
+the consumers, WG_P and the IO warps; kkt_solve is one region. ``--fused-fwd`` / ``--kkt-solve``
+count another version of fused_fwd.py / kkt_solve.py (e.g. ``git show REV:kernels/hopper/fused_fwd.py
+> old.py``). The first line also gives the whole kernel's total, the instructions inlined from
+TileLang's and CUTLASS's headers included: that is where ``T.gemm``'s mma and ldmatrix are.
 
 The counts are what the code contains (a loop body once), not instructions executed, and not time:
 they say where a kernel's instructions are, and whether an edit removed some. Each region also
@@ -63,22 +65,26 @@ def fast_math(kernel: str) -> bool:
 def kernel_source(args) -> str:
     from qla_serve.kernels import hopper
 
-    if args.fused_fwd:                  # the walk's builder is looked up on the package at call time
-        name = "qla_serve.kernels.hopper.fused_fwd"
-        spec = importlib.util.spec_from_file_location(name, args.fused_fwd)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-        hopper.fused_fwd = module
+    # the builders are looked up on the package at call time: another file takes the module's place
+    for attr, path in (("fused_fwd", args.fused_fwd), ("kkt_solve", args.kkt_solve)):
+        if path:
+            name = f"qla_serve.kernels.hopper.{attr}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules[name] = module
+            setattr(hopper, attr, module)
     H, HV = (int(x) for x in args.heads.split("/"))
     var = hopper.Variant(H, HV, pool_dtype=args.pool_dtype, state_layout=args.layout, block_v=args.block_v)
     kern = hopper.kkt_kernel_for(var) if args.kernel == "kkt" else hopper.fwd_kernel(var, phase=args.phase)
     return kern.get_kernel_source()
 
 
-def count(source: str, nvdisasm: str, use_fast_math: bool = False) -> tuple[dict[int, collections.Counter], list[str]]:
+def count(source: str, nvdisasm: str, use_fast_math: bool = False
+          ) -> tuple[dict[int, collections.Counter], list[str], collections.Counter]:
     """{source line: Counter(opcode)} for the lines of ``source`` (instructions of inlined headers
-    are left out: they belong to no line of the kernel's own code)."""
+    are left out: they belong to no line of the kernel's own code), the source's lines, and the
+    whole kernel's Counter(opcode), inlined headers included."""
     from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +96,7 @@ def count(source: str, nvdisasm: str, use_fast_math: bool = False) -> tuple[dict
                         "-std=c++20", f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-w",
                         "-o", cubin, src] + (["--use_fast_math"] if use_fast_math else []), check=True)
         sass = subprocess.run([nvdisasm, "-g", "-c", cubin], check=True, capture_output=True, text=True).stdout
-    return parse(sass), source.split("\n")
+    return parse(sass), source.split("\n"), totals(sass)
 
 
 def parse(sass: str) -> dict[int, collections.Counter]:
@@ -106,6 +112,11 @@ def parse(sass: str) -> dict[int, collections.Counter]:
         if m and line is not None:
             per_line[line][m.group(1)] += 1
     return per_line
+
+
+def totals(sass: str) -> collections.Counter:
+    """nvdisasm text → Counter(opcode) of every instruction, inlined headers included."""
+    return collections.Counter(m.group(1) for m in map(INSTR.match, sass.splitlines()) if m)
 
 
 def spill_summary(ops: collections.Counter) -> str:
@@ -134,13 +145,16 @@ def main(argv=None) -> int:
     ap.add_argument("--pool-dtype", default="float32")
     ap.add_argument("--layout", default="vk")
     ap.add_argument("--fused-fwd", help="another fused_fwd.py to count instead of the checkout's")
+    ap.add_argument("--kkt-solve", help="another kkt_solve.py to count instead of the checkout's")
     ap.add_argument("--top", type=int, default=12, help="show the source lines with the most instructions")
     args = ap.parse_args(argv)
     os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")     # sm_90a without a GPU
-    per_line, lines = count(kernel_source(args), find_nvdisasm(), fast_math(args.kernel))
+    per_line, lines, whole = count(kernel_source(args), find_nvdisasm(), fast_math(args.kernel))
+    other = args.fused_fwd if args.kernel == "fwd" else args.kkt_solve
     print(f"{args.kernel} {args.heads} V-block {args.block_v} phase {args.phase} {args.pool_dtype} {args.layout}"
-          f"{' (' + args.fused_fwd + ')' if args.fused_fwd else ''}: "
-          f"{sum(sum(c.values()) for c in per_line.values())} instructions on the kernel's own lines")
+          f"{' (' + other + ')' if other else ''}: "
+          f"{sum(sum(c.values()) for c in per_line.values())} instructions on the kernel's own lines, "
+          f"{sum(whole.values())} in all ({', '.join(f'{k} {whole[k]}' for k in ('HMMA', 'HGMMA', 'LDSM', 'LDS', 'STS', 'BAR') if whole[k])})")
     for name, a, b in regions(lines, args.kernel):
         ops = collections.Counter()
         for n in range(a, b + 1):

@@ -24,6 +24,7 @@ def test_parse_counts_the_kernels_own_lines_only():
     assert dict(got[12]) == {"LDC": 1, "BRA": 1}
     assert dict(got[40]) == {"MUFU": 1, "FFMA": 1}
     assert sum(sum(c.values()) for c in got.values()) == 4          # the inlined header's S2R is left out
+    assert sass_count.totals(SASS) == {"LDC": 1, "BRA": 1, "S2R": 1, "MUFU": 1, "FFMA": 1}   # the whole kernel
 
 
 def test_regions_split_the_walk_at_its_setmaxnreg_calls():

@@ -1,0 +1,70 @@
+"""CPU emulation of kkt_solve's merge precision (tests/test_kkt_scheme.py's scheme, step for step),
+with each of the four merge products in one of these forms (hi/lo: the bf16 head of an fp32 value
+and the bf16 rounding of its remainder; fp32 accumulation):
+    3   A_hi B_hi + A_hi B_lo + A_lo B_hi   (the checkout: three tensor-core passes)
+    2a  A_hi B_hi + A_lo B_hi               (B's head only)
+    2b  A_hi B_hi + A_hi B_lo               (A's head only)
+    1   A_hi B_hi
+The products are P1 = L·X, X·P1, P2 = L·X, X·P2 (kkt_solve.py, steps 2 and 3). "X-hi"
+(kkt_solve_xhi.py) is (2a, 2b, 2a, 2b): every X block enters a product as its bf16 head only.
+Prints the worst relative error of X and, what leaves the kernel, of Aβ = X·diag(β) rounded to bf16,
+against the fp64 triangular solve, over 30 chunks (the test's gate ranges, correlated keys, partial
+chunks).
+
+    .venv/bin/python bench_serving/results/h200-session35/exp/kkt_scheme_xhi.py
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
+import test_kkt_scheme as m  # noqa: E402
+
+C, B = 64, 16
+
+
+def product(a, b, form):
+    ah, al = m._split(a)
+    bh, bl = m._split(b)
+    out = ah @ bh
+    if form in ("3", "2b"):
+        out = out + ah @ bl
+    if form in ("3", "2a"):
+        out = out + al @ bh
+    return out
+
+
+def scheme(lf, forms):
+    x = m.kernel_scheme(lf).clone()            # the diagonal blocks (the merges are redone below)
+    z = torch.zeros(B, B)
+    a1 = torch.cat([torch.cat([lf[16:32, 0:16], z], 1), torch.cat([z, lf[48:64, 32:48]], 1)], 0)
+    b1 = torch.cat([torch.cat([x[0:16, 0:16], z], 1), torch.cat([z, x[32:48, 32:48]], 1)], 0)
+    a2 = torch.cat([torch.cat([x[16:32, 16:32], z], 1), torch.cat([z, x[48:64, 48:64]], 1)], 0)
+    q1 = -product(a2, product(a1, b1, forms[0]), forms[1])
+    x[16:32, 0:16] = q1[0:16, 0:16]
+    x[48:64, 32:48] = q1[16:32, 16:32]
+    x[32:64, 0:32] = 0
+    x[32:64, 0:32] = -product(x[32:64, 32:64], product(lf[32:64, 0:32], x[0:32, 0:32], forms[2]), forms[3])
+    return x
+
+
+CASES = [(-0.05, False, 64), (-0.05, True, 64), (-1.0, True, 64), (-60.0, False, 64), (-60.0, True, 64),
+         (-5.0, True, 37), (0.0, True, 64), (-0.3, True, 63), (-0.02, True, 64), (-0.5, False, 64)] * 3
+
+for name, forms in [("checkout", "3333"), ("X-hi", ("2a", "2b", "2a", "2b")), ("L·X only", ("2a", "3", "2a", "3")),
+                    ("B head only", ("2a",) * 4), ("A head only", ("2b",) * 4), ("bf16", "1111")]:
+    worst_x = worst_out = 0.0
+    l2 = []
+    for s, (g_min, corr, nvalid) in enumerate(CASES):
+        k, g, beta = m._inputs(1000 + s, g_min, corr)
+        lf, beta_m = m.gated_l(k, g, beta, nvalid)
+        ref = m.reference(lf)
+        x = scheme(lf, forms)
+        worst_x = max(worst_x, ((x.double() - ref).abs().max() / ref.abs().max()).item())
+        out = (x * beta_m[None, :]).to(torch.bfloat16).double()
+        ref_out = ref * beta_m.double()[None, :]
+        worst_out = max(worst_out, ((out - ref_out).abs().max() / ref_out.abs().max().clamp_min(1e-30)).item())
+        l2.append(((out - ref_out).norm() / ref_out.norm()).item())
+    print(f"{name:12s} {','.join(forms):12s} X max rel {worst_x:.2e}   Aβ max rel {worst_out:.2e}   "
+          f"Aβ rel L2 mean {sum(l2) / len(l2):.3e} max {max(l2):.3e}")
