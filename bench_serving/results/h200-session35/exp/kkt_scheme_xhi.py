@@ -7,9 +7,11 @@ and the bf16 rounding of its remainder; fp32 accumulation):
     1   A_hi B_hi
 The products are P1 = L·X, X·P1, P2 = L·X, X·P2 (kkt_solve.py, steps 2 and 3). "X-hi"
 (kkt_solve_xhi.py) is (2a, 2b, 2a, 2b): every X block enters a product as its bf16 head only.
-Prints the worst relative error of X and, what leaves the kernel, of Aβ = X·diag(β) rounded to bf16,
-against the fp64 triangular solve, over 30 chunks (the test's gate ranges, correlated keys, partial
-chunks).
+Prints (1) the worst relative error of X and, what leaves the kernel, of Aβ = X·diag(β) rounded to
+bf16, against the fp64 triangular solve, over 30 chunks (the test's gate ranges, correlated keys,
+partial chunks); (2) the relative L2 error of o through 1000 tokens of the chunked recurrence, in fp64
+except for Aβ (each scheme's, in bf16), against the fp64 token recurrence: the part of o's error
+that Aβ's precision causes (the GPU adds its other bf16 roundings on top).
 
     .venv/bin/python bench_serving/results/h200-session35/exp/kkt_scheme_xhi.py
 """
@@ -53,6 +55,7 @@ CASES = [(-0.05, False, 64), (-0.05, True, 64), (-1.0, True, 64), (-60.0, False,
          (-5.0, True, 37), (0.0, True, 64), (-0.3, True, 63), (-0.02, True, 64), (-0.5, False, 64)] * 3
 
 for name, forms in [("checkout", "3333"), ("X-hi", ("2a", "2b", "2a", "2b")), ("L·X only", ("2a", "3", "2a", "3")),
+                    ("X·P only", ("3", "2b", "3", "2b")),
                     ("B head only", ("2a",) * 4), ("A head only", ("2b",) * 4), ("bf16", "1111")]:
     worst_x = worst_out = 0.0
     l2 = []
@@ -68,3 +71,50 @@ for name, forms in [("checkout", "3333"), ("X-hi", ("2a", "2b", "2a", "2b")), ("
         l2.append(((out - ref_out).norm() / ref_out.norm()).item())
     print(f"{name:12s} {','.join(forms):12s} X max rel {worst_x:.2e}   Aβ max rel {worst_out:.2e}   "
           f"Aβ rel L2 mean {sum(l2) / len(l2):.3e} max {max(l2):.3e}")
+
+
+def chunked_o_error(T, g_scale, correlated, forms, seed):
+    """o's relative L2 error, chunked form in fp64 with Aβ from ``forms`` (None: the exact inverse),
+    against the fp64 token recurrence; one head, K = V = 128, a random start state."""
+    gen = torch.Generator().manual_seed(seed)
+    K = 128
+    k = torch.randn(T, K, generator=gen)
+    if correlated:
+        k = torch.randn(1, K, generator=gen) + 0.3 * k
+    k = (k / k.norm(dim=-1, keepdim=True)).to(torch.bfloat16)
+    q = torch.randn(T, K, generator=gen).to(torch.bfloat16)
+    v = torch.randn(T, K, generator=gen).to(torch.bfloat16)
+    g = -torch.rand(T, generator=gen) * g_scale
+    beta = torch.rand(T, generator=gen)
+    S0 = torch.randn(K, K, generator=gen).double() * 0.5              # [V, K]
+    scale = K ** -0.5
+    S, o_ref = S0.clone(), torch.empty(T, K, dtype=torch.float64)
+    for t in range(T):
+        kt, vt = k[t].double(), v[t].double()
+        S = S * torch.exp(g[t].double())
+        S = S + beta[t].double() * torch.outer(vt - S @ kt, kt)
+        o_ref[t] = S @ (q[t].double() * scale)
+    S, o = S0.clone(), torch.empty_like(o_ref)
+    for c0 in range(0, T, C):
+        n = min(C, T - c0)
+        kc = torch.zeros(C, K, dtype=torch.bfloat16)
+        gc, bc = torch.zeros(C), torch.zeros(C)
+        kc[:n], gc[:n], bc[:n] = k[c0:c0 + n], g[c0:c0 + n], beta[c0:c0 + n]
+        lf, beta_m = m.gated_l(kc, gc, bc, n)
+        x = scheme(lf, forms) if forms else m.reference(lf)
+        a = (x.float() * beta_m[None, :]).to(torch.bfloat16).double()[:n, :n]
+        gam = torch.cumsum(gc.double(), 0)[:n]
+        kd, vd, qd = kc[:n].double(), v[c0:c0 + n].double(), q[c0:c0 + n].double() * scale
+        u = a @ vd - (a @ (kd * torch.exp(gam)[:, None])) @ S.T
+        o[c0:c0 + n] = (qd * torch.exp(gam)[:, None]) @ S.T + ((qd @ kd.T) * torch.exp(gam[:, None] - gam[None, :]).tril()) @ u
+        S = S * torch.exp(gam[-1]) + u.T @ (kd * torch.exp(gam[-1] - gam)[:, None])
+    return ((o - o_ref).norm() / o_ref.norm()).item()
+
+
+print("\no through the chunked recurrence (1000 tokens, mean of 3 seeds), rel L2 vs fp64:")
+for g_scale, corr in [(2.0, False), (30.0, False), (0.5, True), (0.1, True), (0.02, True)]:
+    errs = {name: sum(chunked_o_error(1000, g_scale, corr, forms, s) for s in range(3)) / 3
+            for name, forms in [("exact Aβ", None), ("checkout", "3333"), ("X-hi", ("2a", "2b", "2a", "2b")),
+                                ("L·X only", ("2a", "3", "2a", "3")), ("X·P only", ("3", "2b", "3", "2b"))]}
+    print(f"  gates -rand×{g_scale:<5} {'correlated' if corr else 'random    '} keys: "
+          + "  ".join(f"{k} {v:.3e}" for k, v in errs.items()))
