@@ -15,7 +15,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() != ROOT]
 
-from qla_serve.reference import l2norm, pool_to_kv, token_recurrence
+from qla_serve.reference import l2norm, pool_to_kv, token_recurrence  # noqa: E402
 
 
 def pytest_collection_modifyitems(config, items):

@@ -28,6 +28,7 @@ def test_nothing_in_the_checkout_shadows_an_installed_or_stdlib_module():
         where = Path(spec.origin).parent if spec.origin else Path(next(iter(spec.submodule_search_locations)))
         assert where.resolve() != ROOT / "kernels", f"`kernels` resolves to the checkout's folder: {where}"
 
+
 def test_busy_us_is_the_union_of_the_spans():
     assert kernel_bench.busy_us([]) == 0.0
     assert kernel_bench.busy_us([(20, 25), (0, 10), (5, 15)]) == pytest.approx(20)     # overlap counted once
