@@ -41,6 +41,7 @@ TEST_CONFIGS = [
     (2, 4, torch.float32, "vk", True, True, True, 0),
     (2, 4, torch.float32, "vk", True, True, False, 0),     # a 1-token batch: compact copies
     (1, 2, torch.float32, "kv", False, True, True, 0),     # cp-1/2-fp32-kv-P14 (compiled in the tests until session 34)
+    (2, 8, torch.float32, "vk", False, True, False, 0),    # gva4-…-300-seqs, corr-gva4 (also the bench's 2/8)
 ]
 
 
