@@ -5,6 +5,9 @@ and the bf16 rounding of its remainder; fp32 accumulation):
     2a  A_hi B_hi + A_lo B_hi               (B's head only)
     2b  A_hi B_hi + A_hi B_lo               (A's head only)
     1   A_hi B_hi
+    t   both operands rounded to tf32 (10 mantissa bits, to nearest, ties away), one product: FLA
+        0.6.0's fused kkt_solve on the H200 (chunk_fwd.py: SOLVE_TRIL_DOT_PRECISION = 'tf32' where
+        TF32 is supported), here in this scheme's product order
 The products are P1 = L·X, X·P1, P2 = L·X, X·P2 (kkt_solve.py, steps 2 and 3). "X-hi"
 (kkt_solve_xhi.py) is (2a, 2b, 2a, 2b): every X block enters a product as its bf16 head only.
 Prints (1) the worst relative error of X and, what leaves the kernel, of Aβ = X·diag(β) rounded to
@@ -26,7 +29,14 @@ import test_kkt_scheme as m  # noqa: E402
 C, B = 64, 16
 
 
+def tf32(x):
+    bits = x.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & -0x2000).view(torch.float32)     # round the 13 dropped bits, ties away
+
+
 def product(a, b, form):
+    if form == "t":
+        return tf32(a) @ tf32(b)
     ah, al = m._split(a)
     bh, bl = m._split(b)
     out = ah @ bh
@@ -56,7 +66,8 @@ CASES = [(-0.05, False, 64), (-0.05, True, 64), (-1.0, True, 64), (-60.0, False,
 
 for name, forms in [("checkout", "3333"), ("X-hi", ("2a", "2b", "2a", "2b")), ("L·X only", ("2a", "3", "2a", "3")),
                     ("X·P only", ("3", "2b", "3", "2b")),
-                    ("B head only", ("2a",) * 4), ("A head only", ("2b",) * 4), ("bf16", "1111")]:
+                    ("B head only", ("2a",) * 4), ("A head only", ("2b",) * 4), ("bf16", "1111"),
+                    ("tf32 (FLA)", "tttt")]:
     worst_x = worst_out = 0.0
     l2 = []
     for s, (g_min, corr, nvalid) in enumerate(CASES):
@@ -115,6 +126,7 @@ print("\no through the chunked recurrence (1000 tokens, mean of 3 seeds), rel L2
 for g_scale, corr in [(2.0, False), (30.0, False), (0.5, True), (0.1, True), (0.02, True)]:
     errs = {name: sum(chunked_o_error(1000, g_scale, corr, forms, s) for s in range(3)) / 3
             for name, forms in [("exact Aβ", None), ("checkout", "3333"), ("X-hi", ("2a", "2b", "2a", "2b")),
-                                ("L·X only", ("2a", "3", "2a", "3")), ("X·P only", ("3", "2b", "3", "2b"))]}
+                                ("L·X only", ("2a", "3", "2a", "3")), ("X·P only", ("3", "2b", "3", "2b")),
+                                ("tf32 (FLA)", "tttt")]}
     print(f"  gates -rand×{g_scale:<5} {'correlated' if corr else 'random    '} keys: "
           + "  ".join(f"{k} {v:.3e}" for k, v in errs.items()))
