@@ -249,7 +249,9 @@ def test_correlated_keys_no_worse_than_fla(tag, seqlens, H, HV, gmax):
     pool_before = case["pool"].cpu().clone()
     out = run_qla(case)
     torch.cuda.synchronize()
-    e_o, e_s = check(case, out, pool_before, tag)
+    # the bound that counts here is FLA's; the absolute one only catches garbage (the other cases'
+    # 5e-3 is for independent keys: with correlated ones, Aβ's bf16 rounding alone is ~3e-3 of o)
+    e_o, e_s = check(case, out, pool_before, tag, o_tol=2e-2, s_tol=2e-2)
     f_o, f_s = errors_of_fla_form(fla.chunk_gated_delta_rule, case, pool_before)
     print(json.dumps(dict(case=tag + "-fla", o_err=f_o, state_err=f_s)))
     assert e_o <= 1.05 * f_o, f"{tag}: o error {e_o:.3e} against FLA's {f_o:.3e}"
