@@ -86,7 +86,7 @@ for i in "${!labels[@]}"; do
   tested=1; [ -n "${AB_TEST_LABELS:-}" ] && [[ " $AB_TEST_LABELS " != *" $l "* ]] && tested=0
   if [ "${AB_TESTS:-1}" = 1 ] && [ $tested = 1 ] && { [ "$l" != tree ] || [ "${AB_TEST_TREE:-0}" = 1 ]; }; then
     left=$((T_END - SECONDS)); [ "$left" -gt 60 ] || { echo "[ab] $l: no time for the tests"; continue; }
-    in_site "$l" env QLA_ERR_LOG="$OUT/errors-$l.jsonl" timeout $((left - 30)) "$PY" -m pytest -m gpu -s \
+    in_site "$l" env QLA_ERR_LOG="$OUT/errors-$l.jsonl" QLA_TEST_PACKAGE_ROOT="$OUT/site-$l" timeout $((left - 30)) "$PY" -m pytest -m gpu -s \
       -p no:cacheprovider -rA --durations=0 ${AB_TEST_K:+-k "$AB_TEST_K"} tests/test_hopper_gpu.py > "$OUT/tests-$l.log" 2>&1
     echo "[ab] $l tests: $(tail -n 1 "$OUT/tests-$l.log")"
   fi

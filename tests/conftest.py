@@ -12,10 +12,25 @@ import torch
 # The checkout's root stays off sys.path in the tests: `python -m pytest` puts the working directory
 # first, and the root's kernels/ folder (installed as qla_serve.kernels) would then shadow Hugging
 # Face's `kernels` package, which transformers >= 5.25 imports (CI, 2026-12-03).
+# Only where that folder exists: bench_serving/kernel_ab.sh runs these tests inside a copy of the
+# package laid out as installed (qla_serve/kernels/, no root kernels/), and there the root must stay
+# first so that the copy, not the editable install, is what gets tested (session 36: with the root
+# dropped, an alternative kernel's tests silently ran the checkout's).
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() != ROOT]
+if (ROOT / "kernels").is_dir():
+    sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() != ROOT]
 
 from qla_serve.reference import l2norm, pool_to_kv, token_recurrence  # noqa: E402
+
+# kernel_ab.sh names the package copy under test: anything else importing is an error, not a
+# silently different result.
+if os.environ.get("QLA_TEST_PACKAGE_ROOT"):
+    import qla_serve.kernels  # noqa: E402
+
+    _want = Path(os.environ["QLA_TEST_PACKAGE_ROOT"]).resolve()
+    _got = Path(qla_serve.kernels.__file__).resolve()
+    if not _got.is_relative_to(_want):
+        raise pytest.UsageError(f"QLA_TEST_PACKAGE_ROOT={_want}, but qla_serve.kernels imports from {_got}")
 
 
 def pytest_collection_modifyitems(config, items):
