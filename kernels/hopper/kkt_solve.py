@@ -18,7 +18,7 @@ layout) → shared → inverse → output staged in shared and written by one bu
 sequence's partial last chunk: its real rows, as 16-byte rows). About 12 barriers per value head
 (TileLang's sync planner adds one after every mma stage).
 
-The inverse X = (I + L)⁻¹ is kept in fp32 (rounded to the input dtype only on output), by blocks of
+The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to the input dtype on output; its blocks enter later products as bf16), by blocks of
 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
 
 1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
@@ -32,10 +32,14 @@ The inverse X = (I + L)⁻¹ is kept in fp32 (rounded to the input dtype only on
 3. 32→64 merge: with X_A = [[X_00, 0], [X_10, X_11]], X_B = [[X_22, 0], [X_32, X_33]] and
    L_C = L[32:64, 0:32]:   X[32:64, 0:32] = −X_B (L_C X_A).
    ([[A, 0], [C, B]]⁻¹ = [[A⁻¹, 0], [−B⁻¹ C A⁻¹, B⁻¹]].)
-The merge products (four 32×32×32 GEMMs per value head, tensor-core mma) run in split bf16
-("bf16x3"): every fp32 operand x is stored as hi = bf16(x), lo = bf16(x − hi) and a product is
-A_hi B_hi + A_hi B_lo + A_lo B_hi with fp32 accumulation (relative error ≈ 2⁻¹⁶, far below the
-bf16 output rounding). tests/test_kkt_scheme.py emulates exactly this scheme on the CPU.
+The merge products (four 32×32×32 GEMMs per value head, tensor-core mma) split only their
+non-X operand ("X-hi", session 35's candidate): L and the intermediate products P are stored as
+hi = bf16(x), lo = bf16(x − hi), the inverse blocks X only as hi, and a product is A_hi B_hi + A_lo B_hi
+(L·X) or A_hi B_hi + A_hi B_lo (X·P) with fp32 accumulation: two tensor-core passes instead of three
+and four fewer 32×32 operand tiles through shared memory. X's own rounding is the output's (Aβ
+leaves in bf16), so the output's error moves little: on the CPU emulation (h200-session35/exp/
+kkt_scheme_xhi.py) relative L2 1.54e-3 against the three-pass scheme's 1.50e-3 and bf16's rounding
+of the exact inverse.
 
 Grid: (num_chunks, H), 128 threads. Each CTA reads its chunk's first token and its sequence's end
 from the plan's ``chunk_bounds`` (one row), so one compiled kernel serves every batch shape
@@ -72,11 +76,16 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
     half = "bfloat16"           # split-precision operands of the merge products
 
     @T.macro
-    def split_gemm(ah, al, bh, bl, acc):
-        # (ah + al)(bh + bl) without the al·bl term: fp32-grade products from bf16 tensor cores
+    def gemm_split_a(ah, al, bh, acc):
+        # (ah + al) bh: L · X, L split, X (an inverse block) as its bf16 head
+        T.gemm(ah, bh, acc, clear_accum=True)
+        T.gemm(al, bh, acc)
+
+    @T.macro
+    def gemm_split_b(ah, bh, bl, acc):
+        # ah (bh + bl): X · P, the product P split, X as its bf16 head
         T.gemm(ah, bh, acc, clear_accum=True)
         T.gemm(ah, bl, acc)
-        T.gemm(al, bh, acc)
 
     @T.macro
     def split_store(acc, hi, lo):
@@ -105,23 +114,19 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             ld_s = T.alloc_shared((4, B * B + 16), accum)
             xd_s = T.alloc_shared((4, B * B + 16), accum)
             o_s = T.alloc_shared((C, C), in_dtype)           # output staging (X · diag(β))
-            # Merge operands, split bf16 (hi, lo):
+            # Merge operands: L and the products P split bf16 (hi, lo), the X blocks hi only:
             a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
             a1l = T.alloc_shared((Hf, Hf), half)
             b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
-            b1l = T.alloc_shared((Hf, Hf), half)
             p1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10 X_00, L_32 X_22)
             p1l = T.alloc_shared((Hf, Hf), half)
             a2h = T.alloc_shared((Hf, Hf), half)             # diag(X_11, X_33)
-            a2l = T.alloc_shared((Hf, Hf), half)
             a3h = T.alloc_shared((Hf, Hf), half)             # L_C = L[32:64, 0:32]
             a3l = T.alloc_shared((Hf, Hf), half)
             b3h = T.alloc_shared((Hf, Hf), half)             # X_A = [[X_00, 0], [X_10, X_11]]
-            b3l = T.alloc_shared((Hf, Hf), half)
             p2h = T.alloc_shared((Hf, Hf), half)             # L_C X_A
             p2l = T.alloc_shared((Hf, Hf), half)
             a4h = T.alloc_shared((Hf, Hf), half)             # X_B = [[X_22, 0], [X_32, X_33]]
-            a4l = T.alloc_shared((Hf, Hf), half)
             kk = T.alloc_fragment((C, C), accum)
             lf = T.alloc_fragment((C, C), accum)
             acc = T.alloc_fragment((Hf, Hf), accum)
@@ -143,13 +148,9 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             T.clear(a1h)
             T.clear(a1l)
             T.clear(b1h)
-            T.clear(b1l)
             T.clear(a2h)
-            T.clear(a2l)
             T.clear(b3h)
-            T.clear(b3l)
             T.clear(a4h)
-            T.clear(a4l)
             T.clear(o_s)
 
             if use_qk_l2norm:
@@ -221,43 +222,35 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 for bb, r, c in T.Parallel(4, B, B):
                     xv = xd_s[bb, r * B + c]
                     xh = T.cast(xv, half)
-                    xl = T.cast(xv - T.cast(xh, accum), half)
                     o_s[bb * B + r, bb * B + c] = T.cast(xv * b_s[gi, bb * B + c], in_dtype)
                     if bb % 2 == 0:
                         b1h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
-                        b1l[(bb // 2) * B + r, (bb // 2) * B + c] = xl
                     else:
                         a2h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
-                        a2l[(bb // 2) * B + r, (bb // 2) * B + c] = xl
                     if bb < 2:
                         b3h[bb * B + r, bb * B + c] = xh
-                        b3l[bb * B + r, bb * B + c] = xl
                     else:
                         a4h[(bb - 2) * B + r, (bb - 2) * B + c] = xh
-                        a4l[(bb - 2) * B + r, (bb - 2) * B + c] = xl
 
                 # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
-                split_gemm(a1h, a1l, b1h, b1l, acc)
+                gemm_split_a(a1h, a1l, b1h, acc)
                 split_store(acc, p1h, p1l)
-                split_gemm(a2h, a2l, p1h, p1l, acc)
+                gemm_split_b(a2h, p1h, p1l, acc)
                 for i, j in T.Parallel(Hf, Hf):
                     if i // B == j // B:
                         xv = -acc[i, j]
                         xh = T.cast(xv, half)
-                        xl = T.cast(xv - T.cast(xh, accum), half)
                         if i < B:       # X_10 -> rows 16..31, cols 0..15
                             o_s[B + i, j] = T.cast(xv * b_s[gi, j], in_dtype)
                             b3h[B + i, j] = xh
-                            b3l[B + i, j] = xl
                         else:           # X_32 -> rows 48..63, cols 32..47
                             o_s[Hf + i, B + j] = T.cast(xv * b_s[gi, B + j], in_dtype)
                             a4h[i, j - B] = xh
-                            a4l[i, j - B] = xl
 
                 # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
-                split_gemm(a3h, a3l, b3h, b3l, acc)
+                gemm_split_a(a3h, a3l, b3h, acc)
                 split_store(acc, p2h, p2l)
-                split_gemm(a4h, a4l, p2h, p2l, acc)
+                gemm_split_b(a4h, p2h, p2l, acc)
                 for i, j in T.Parallel(Hf, Hf):
                     o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], in_dtype)
 
