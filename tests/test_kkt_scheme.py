@@ -4,8 +4,10 @@ torch.linalg.solve_triangular in fp64.
 The kernel: L = StrictLower(diag(β) K Kᵀ ⊙ D) (fp32, masked before exp), 16×16 diagonal blocks by
 per-column forward substitution in fp32, then the 16→32 and 32→64 merges
     X_10 = −X_11 (L_10 X_00),  X_32 = −X_33 (L_32 X_22),  X[32:, :32] = −X_B (L_C X_A)
-as 32×32×32 products in split bf16 (hi = bf16(x), lo = bf16(x − hi); A_hi B_hi + A_hi B_lo + A_lo B_hi,
-fp32 accumulation), output X · diag(β) rounded to bf16. No GPU needed; runs in well under a second.
+as 32×32×32 products in split bf16 ("X-hi", session 36): hi = bf16(x), lo = bf16(x − hi); the inverse
+blocks X enter a product as their head only, the other operand (L, or the product P = L·X) split:
+L·X = L_hi X_hi + L_lo X_hi and X·P = X_hi P_hi + X_hi P_lo, fp32 accumulation. Output X · diag(β)
+rounded to bf16. No GPU needed; runs in well under a second.
 """
 import pytest
 import torch
@@ -19,13 +21,16 @@ def _split(x: torch.Tensor):
     return hi.float(), lo.float()
 
 
-def _mm3(a: torch.Tensor, b: torch.Tensor, passes: int = 3) -> torch.Tensor:
-    """The kernel's split-bf16 product (fp32 accumulate); passes=1 is plain bf16 (for the negative check)."""
+def _mm(a: torch.Tensor, b: torch.Tensor, split: str) -> torch.Tensor:
+    """The kernel's product (fp32 accumulate) with operand ``split`` ("a" or "b") split into hi + lo and
+    the other as its bf16 head; split="" is plain bf16 (for the negative check)."""
     ah, al = _split(a)
     bh, bl = _split(b)
     out = ah @ bh
-    if passes == 3:
-        out = out + ah @ bl + al @ bh
+    if split == "a":
+        out = out + al @ bh
+    elif split == "b":
+        out = out + ah @ bl
     return out
 
 
@@ -43,8 +48,10 @@ def gated_l(k: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, nvalid: int) -
     return lf, beta
 
 
-def kernel_scheme(lf: torch.Tensor, passes: int = 3) -> torch.Tensor:
-    """X = (I + lf)⁻¹ in fp32 by exactly the kernel's block order."""
+def kernel_scheme(lf: torch.Tensor, split: bool = True) -> torch.Tensor:
+    """X = (I + lf)⁻¹ in fp32 by exactly the kernel's block order; split=False: every merge product
+    in plain bf16."""
+    sa, sb = ("a", "b") if split else ("", "")
     x = torch.zeros(C, C, dtype=torch.float32)
     # 1. diagonal blocks: x_r = δ_rc − Σ_{m<r} L_rm x_m, m ascending (the kernel gives each column
     #    its own thread; here all 16 columns of a block advance together, same fp32 operation order)
@@ -63,13 +70,13 @@ def kernel_scheme(lf: torch.Tensor, passes: int = 3) -> torch.Tensor:
     a1 = torch.cat([torch.cat([lf[16:32, 0:16], z], 1), torch.cat([z, lf[48:64, 32:48]], 1)], 0)
     b1 = torch.cat([torch.cat([x[0:16, 0:16], z], 1), torch.cat([z, x[32:48, 32:48]], 1)], 0)
     a2 = torch.cat([torch.cat([x[16:32, 16:32], z], 1), torch.cat([z, x[48:64, 48:64]], 1)], 0)
-    p1 = _mm3(a1, b1, passes)
-    q1 = -_mm3(a2, p1, passes)
+    p1 = _mm(a1, b1, sa)            # L · X: L split
+    q1 = -_mm(a2, p1, sb)           # X · P: P split
     x[16:32, 0:16] = q1[0:16, 0:16]
     x[48:64, 32:48] = q1[16:32, 16:32]
     # 3. 32 -> 64
-    p2 = _mm3(lf[32:64, 0:32], x[0:32, 0:32], passes)
-    x[32:64, 0:32] = -_mm3(x[32:64, 32:64], p2, passes)
+    p2 = _mm(lf[32:64, 0:32], x[0:32, 0:32], sa)
+    x[32:64, 0:32] = -_mm(x[32:64, 32:64], p2, sb)
     return x
 
 
@@ -94,38 +101,42 @@ CASES = [(s, gm, corr, nv) for s, (gm, corr, nv) in enumerate([
     (-5.0, True, 37), (0.0, True, 64), (-60.0, True, 1), (-0.3, True, 63)])]
 
 
-@pytest.mark.parametrize("seed,g_min,correlated,nvalid", CASES)
-def test_scheme_matches_triangular_solve(seed, g_min, correlated, nvalid):
+# X-hi's merged blocks carry one bf16 rounding of an X block: its fp32 inverse is bf16-grade (worst
+# seen 2.6e-3 of max |X|), and what leaves the kernel, Aβ in bf16, is within its own rounding (worst
+# 2.0e-3, as with three-pass merges). Plain bf16 merges reach 4.3e-3 on these cases (next test).
+INVERSE_TOL, OUTPUT_TOL = 3.5e-3, 2.5e-3
+
+
+def _errors(seed, g_min, correlated, nvalid, split=True):
     k, g, beta = _inputs(seed, g_min, correlated)
     lf, beta_m = gated_l(k, g, beta, nvalid)
     assert torch.isfinite(lf).all()
-    x = kernel_scheme(lf)
+    x = kernel_scheme(lf, split)
     ref = reference(lf)
     assert torch.isfinite(x).all()
-    scale = ref.abs().max().item()
-    err = (x.double() - ref).abs().max().item() / scale
-    assert err < 2e-5, f"fp32 inverse off by {err:.2e} (relative to max |X|)"
     assert (x.triu(1) == 0).all()
+    err = (x.double() - ref).abs().max().item() / ref.abs().max().item()
     # the kernel's output: X · diag(β), rounded once to bf16
     out = (x * beta_m[None, :]).to(torch.bfloat16).double()
     ref_out = ref * beta_m.double()[None, :]
     err_out = (out - ref_out).abs().max().item() / max(ref_out.abs().max().item(), 1e-30)
-    assert err_out < 8e-3, err_out
+    return err, err_out, out
+
+
+@pytest.mark.parametrize("seed,g_min,correlated,nvalid", CASES)
+def test_scheme_matches_triangular_solve(seed, g_min, correlated, nvalid):
+    err, err_out, out = _errors(seed, g_min, correlated, nvalid)
+    assert err < INVERSE_TOL, f"inverse off by {err:.2e} (relative to max |X|)"
+    assert err_out < OUTPUT_TOL, f"Aβ off by {err_out:.2e} (relative to max |Aβ|)"
     # rows/columns of padding tokens: identity rows, zero β columns
     if nvalid < C:
         assert (out[:, nvalid:] == 0).all()
 
 
 def test_single_pass_bf16_merges_would_fail():
-    """The tolerance above is tight enough to see the lo terms: without them the error is far larger."""
-    errs = []
-    for s in range(4):
-        k, g, beta = _inputs(100 + s, -0.05, True)
-        lf, _ = gated_l(k, g, beta, C)
-        ref = reference(lf)
-        x1 = kernel_scheme(lf, passes=1)
-        errs.append((x1.double() - ref).abs().max().item() / ref.abs().max().item())
-    assert max(errs) > 2e-4, errs
+    """The output bound above is tight enough to see the lo terms: without them it fails."""
+    worst = max(_errors(*case, split=False)[1] for case in CASES)
+    assert worst > OUTPUT_TOL, worst
 
 
 def test_wrong_merge_order_fails():
@@ -134,6 +145,7 @@ def test_wrong_merge_order_fails():
     lf, _ = gated_l(k, g, beta, C)
     x = kernel_scheme(lf)
     bad = x.clone()
-    bad[32:64, 0:32] = -_mm3(_mm3(x[0:32, 0:32], lf[32:64, 0:32].T.contiguous()).T.contiguous(), x[32:64, 32:64])
+    bad[32:64, 0:32] = -_mm(_mm(x[0:32, 0:32], lf[32:64, 0:32].T.contiguous(), "b").T.contiguous(),
+                            x[32:64, 32:64], "a")
     ref = reference(lf)
     assert (bad.double() - ref).abs().max().item() / ref.abs().max().item() > 1e-2

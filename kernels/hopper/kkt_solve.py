@@ -18,8 +18,8 @@ layout) → shared → inverse → output staged in shared and written by one bu
 sequence's partial last chunk: its real rows, as 16-byte rows). About 12 barriers per value head
 (TileLang's sync planner adds one after every mma stage).
 
-The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to the input dtype on output; its blocks enter later products as bf16), by blocks of
-16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
+The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to the input dtype on output; its blocks
+enter the merge products as bf16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
 
 1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
    16×16 blocks and forward-substitute it in registers (x_r = δ_rc − Σ_{m<r} L_rm x_m, fully
@@ -33,13 +33,14 @@ The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to the input dtype on 
    L_C = L[32:64, 0:32]:   X[32:64, 0:32] = −X_B (L_C X_A).
    ([[A, 0], [C, B]]⁻¹ = [[A⁻¹, 0], [−B⁻¹ C A⁻¹, B⁻¹]].)
 The merge products (four 32×32×32 GEMMs per value head, tensor-core mma) split only their
-non-X operand ("X-hi", session 35's candidate): L and the intermediate products P are stored as
-hi = bf16(x), lo = bf16(x − hi), the inverse blocks X only as hi, and a product is A_hi B_hi + A_lo B_hi
-(L·X) or A_hi B_hi + A_hi B_lo (X·P) with fp32 accumulation: two tensor-core passes instead of three
-and four fewer 32×32 operand tiles through shared memory. X's own rounding is the output's (Aβ
-leaves in bf16), so the output's error moves little: on the CPU emulation (h200-session35/exp/
-kkt_scheme_xhi.py) relative L2 1.54e-3 against the three-pass scheme's 1.50e-3 and bf16's rounding
-of the exact inverse.
+non-X operand ("X-hi"): L and the intermediate products P are stored as hi = bf16(x),
+lo = bf16(x − hi), the inverse blocks X only as hi, and a product is A_hi B_hi + A_lo B_hi (L·X) or
+A_hi B_hi + A_hi B_lo (X·P) with fp32 accumulation: two tensor-core passes instead of three
+(split X too, "bf16x3") and four fewer 32×32 operand tiles through shared memory. X's rounding is
+the output's (Aβ leaves in bf16), so Aβ's error barely moves (CPU emulation, relative L2 1.54e-3
+against 1.50e-3 with bf16x3: results/h200-session35/exp/kkt_scheme_xhi.py), and on the H200 the
+whole prefill was ×0.95–0.97 (results/h200-session36/) with every GPU test passing, the
+correlated-key cases included. tests/test_kkt_scheme.py emulates exactly this scheme on the CPU.
 
 Grid: (num_chunks, H), 128 threads. Each CTA reads its chunk's first token and its sequence's end
 from the plan's ``chunk_bounds`` (one row), so one compiled kernel serves every batch shape
