@@ -42,7 +42,21 @@ TEST_CONFIGS = [
     (2, 4, torch.float32, "vk", True, True, False, 0),     # a 1-token batch: compact copies
     (1, 2, torch.float32, "kv", False, True, True, 0),     # cp-1/2-fp32-kv-P14 (compiled in the tests until session 34)
     (2, 8, torch.float32, "vk", False, True, False, 0),    # gva4-…-300-seqs, corr-gva4 (also the bench's 2/8)
+    (1, 4, torch.float32, "kv", True, True, True, 0),      # cp-1/4-fp32-kv-l2-null-P4 (these two compiled
+    (2, 8, torch.bfloat16, "vk", False, True, False, 0),   # cp-2/8-bf16-vk-P7          in the tests until session 36)
 ]
+
+# The GPU tests' own kernel forms beyond the variants' (tests/test_kernel_bench.py checks these lists
+# against the test file): cp.combine_kernel of test_cp_combine_kernel's cases (HV, V-block, pool dtype,
+# layout, has_initial_state given), each in both forms; gating_kernel of the strided gating case
+# (a and b as column views of one [T, 2·HV] buffer).
+COMBINE_TEST_FORMS = [
+    (4, 128, "float32", "vk", True),
+    (8, 64, "bfloat16", "kv", False),
+    (2, 64, "bfloat16", "vk", True),
+    (2, 128, "float32", "kv", True),
+]
+GATING_TEST_FORMS = [(32, "bfloat16", "float32", "bfloat16", (64, 64), 20.0)]
 
 
 # hopper.conv_kernel arguments of tests/test_conv.py's GPU cases (H, HV, W, dtype, state dtype, layout,
@@ -60,6 +74,14 @@ CONV_TEST_FORMS = [
 def build_conv(args) -> None:
     """Process-pool entry: one gdn_conv kernel."""
     hopper.conv_kernel(*args)
+
+
+def build_combine(args) -> None:
+    """Process-pool entry: one CP combine of the tests (exact and tail-start forms)."""
+    from qla_serve.kernels.hopper import cp
+    HV, block_v, pool_dtype, layout, hinit = args
+    for tail in (False, True):
+        cp.combine_kernel(HV, K, V, block_v, pool_dtype, layout, hinit, read_tail=tail)
 
 
 def build_gating(args) -> None:
@@ -148,7 +170,9 @@ def main() -> None:
         if not args.no_tests:
             list(ex.map(build_conv, CONV_TEST_FORMS))
             list(ex.map(build_gated_norm, hopper.qk_norm_gating_variants(vs)))
-            list(ex.map(build_gating, [a for hv in (4, 8, 32) for a in hopper.gating_variants(hv)]))
+            list(ex.map(build_gating, [a for hv in (4, 8, 32) for a in hopper.gating_variants(hv)]
+                        + GATING_TEST_FORMS))
+            list(ex.map(build_combine, COMBINE_TEST_FORMS))
     print(f"built in {time.time() - t0:.1f} s", flush=True)
 
 
