@@ -46,7 +46,7 @@ TEST_CONFIGS = [
     (2, 8, torch.bfloat16, "vk", False, True, False, 0),   # cp-2/8-bf16-vk-P7          in the tests until session 36)
 ]
 
-# The GPU tests' own kernel forms beyond the variants' (tests/test_kernel_bench.py checks these lists
+# The GPU tests' own kernel forms beyond the variants' (tests/test_gpu_prebuild.py checks these lists
 # against the test file): cp.combine_kernel of test_cp_combine_kernel's cases (HV, V-block, pool dtype,
 # layout, has_initial_state given), each in both forms; gating_kernel of the strided gating case
 # (a and b as column views of one [T, 2·HV] buffer).
