@@ -157,24 +157,27 @@ def test_plan_tables_match_their_definition(seed):
     assert empty.num_chunks == 0 and tuple(empty.chunk_bounds.shape) == (0, 4)
 
 
-def test_plans_of_one_batch_shape_share_host_work_not_device_tables():
-    """The host tables of a batch shape are kept (qla_serve.plan._host_tables); every plan still gets
-    device tables of its own, and bad metadata is refused every time (errors are not kept)."""
+def test_plans_of_one_batch_shape_share_host_work_and_device_tables():
+    """The host tables of a batch shape are kept (qla_serve.plan._host_tables), and so are their
+    device copies (StagedInt32.shared_to: read-only by contract); bad metadata is refused every time
+    (errors are not kept); a cleared cache makes new tables."""
     from qla_serve.plan import _host_tables, clear_host_caches
 
     clear_host_caches()
     a = plan_prefill([0, 100, 300])
     b = plan_prefill(torch.tensor([0, 100, 300], dtype=torch.int64))
     assert _host_tables.cache_info().hits == 1
-    assert a.chunk_bounds.untyped_storage().data_ptr() != b.chunk_bounds.untyped_storage().data_ptr()
-    want = b.chunk_bounds.tolist()
-    a.chunk_bounds.fill_(-1)                   # one plan's tables are not another's
-    assert plan_prefill([0, 100, 300]).chunk_bounds.tolist() == want == b.chunk_bounds.tolist()
+    assert a.chunk_bounds.untyped_storage().data_ptr() == b.chunk_bounds.untyped_storage().data_ptr()
+    assert a.chunk_bounds.tolist() == [[0, 100, 0, 0], [64, 100, 0, 0], [100, 300, 100, 1],
+                                       [164, 300, 100, 1], [228, 300, 100, 1], [292, 300, 100, 1]]
     for _ in range(2):
         with pytest.raises(ValueError, match="non-decreasing"):
             plan_prefill([0, 10, 4])
     clear_host_caches()
     assert _host_tables.cache_info().currsize == 0
+    c = plan_prefill([0, 100, 300])
+    assert c.chunk_bounds.untyped_storage().data_ptr() != a.chunk_bounds.untyped_storage().data_ptr()
+    assert c.chunk_bounds.tolist() == a.chunk_bounds.tolist()
 
 
 def test_bad_decode_input_is_named_and_pool_untouched():

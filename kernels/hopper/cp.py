@@ -399,11 +399,11 @@ def build_tables(seqlens: Sequence[int], parts: Sequence[int], device: torch.dev
                  tail: bool = False) -> CPTables:
     """Partition tables: sequence j's chunks split as evenly as possible into parts[j] pieces.
     ``tail``: also the chunk-end table that :func:`tail_chunks` reads. The host side is kept per
-    (lengths, parts, tail) (:func:`_host_tables`); every call copies its own device tables."""
+    (lengths, parts, tail) (:func:`_host_tables`), and so are its device copies (shared, read-only)."""
     device = torch.device(device)
     host = _host_tables(tuple(int(n) for n in seqlens), tuple(int(p) for p in parts), bool(tail),
                         device.type == "cuda")
-    staged = host.staged.to(device)
+    staged = host.staged.shared_to(device)
     cu_d, seq_d, last_d, bounds_d, vs_d, rows_d, prev_d = staged[:7]
     return CPTables(
         parts=host.parts, cu_v=host.cu_v, bounds=host.bounds, vs_offsets_h=host.vs_offsets_h,
