@@ -402,6 +402,37 @@ def test_cuda_graph_replay():
     capture_then_replay(case, plan, out, seqlens, (11, 12), "cuda-graph-replay", gmax=2.0)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_plans_share_device_tables_per_stream():
+    """Plans of one batch shape share one device copy of their tables per CUDA stream
+    (StagedInt32.shared_to); a plan made on another stream gets that stream's own copy; a plan made
+    during a graph capture keeps none (its copy is only filled when the graph replays)."""
+    from qla_serve.plan import _current_raw_stream, _current_stream_public, clear_host_caches
+
+    clear_host_caches()
+    cu = [0, 100, 300, 301]
+    dev = torch.cuda.current_device()
+    assert _current_raw_stream(dev) == _current_stream_public(dev)
+    a, b = plan_prefill(cu, device=DEV), plan_prefill(cu, device=DEV)
+    want = [[0, 100, 0, 0], [64, 100, 0, 0], [100, 300, 100, 1], [164, 300, 100, 1], [228, 300, 100, 1],
+            [292, 300, 100, 1], [300, 301, 300, 2]]
+    assert a.chunk_bounds.data_ptr() == b.chunk_bounds.data_ptr() and a.chunk_bounds.tolist() == want
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert _current_raw_stream(dev) == side.cuda_stream
+        c, d = plan_prefill(cu, device=DEV), plan_prefill(cu, device=DEV)
+        assert c.chunk_bounds.data_ptr() == d.chunk_bounds.data_ptr() != a.chunk_bounds.data_ptr()
+        assert c.chunk_bounds.tolist() == want
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        e = plan_prefill(cu, device=DEV)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert e.chunk_bounds.data_ptr() not in (a.chunk_bounds.data_ptr(), c.chunk_bounds.data_ptr())
+    assert e.chunk_bounds.tolist() == want
+    assert plan_prefill(cu, device=DEV).chunk_bounds.data_ptr() == a.chunk_bounds.data_ptr()
+
+
 @skip
 def test_no_compile_after_warmup():
     from qla_serve.kernels import hopper
