@@ -662,6 +662,9 @@ def time_row(x, H, HV, mix, seqlens, usable) -> dict:
                 hopper._skip.add("fwd")
                 try:
                     row["qla_kkt_only_ms"] = bench(kernel)
+                    # kkt_solve's own GPU time (the wall time above is the host's on short rows:
+                    # session 37's 2/8 rows read 0.07–0.08 ms there against 0.05 ms for whole calls)
+                    row["qla_kkt_only_gpu_ms"] = gpu_ms(kernel)
                 finally:
                     hopper._skip.discard("fwd")
         except Exception as exc:  # noqa: BLE001
