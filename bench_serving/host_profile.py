@@ -5,9 +5,10 @@ dispatch, the Hopper path's own glue, and each kernel launch.
 
 Every figure is host microseconds per call (best of 7 repeats of N calls; the GPU queue is drained
 between repeats, never inside one). Parts:
-  plan        plan_prefill from host cu_seqlens (tables + their host→device copies)
-  stage       of which the one staged host→device copy of the plan's tables (qla_serve.plan.stage_int32:
-              a pinned buffer on CUDA); a CP plan pays a second one for its own tables
+  plan        plan_prefill from host cu_seqlens (tables and their device copies; both kept per batch
+              shape since session 37, so a repeated shape's plan copies nothing)
+  stage       one staged host→device copy of the plan's tables (qla_serve.plan.stage_int32: a pinned
+              buffer on CUDA), what a shape's first plan pays, and its CP tables once more
   cp_tables   the CP partition tables for that plan (0 where the plan does not split)
   prepare     the Hopper path's whole plan-only work on a fresh plan (variant choice + CP tables:
               hopper.prepare_plan), what an engine's plan_prefill(num_v_heads=...) adds once per step
@@ -18,8 +19,8 @@ between repeats, never inside one). Parts:
   fresh       plan + a whole call on it, built anew each call: what a serving step pays
   *_cold      plan / prepare / fresh with the host caches emptied before each call
               (qla_serve.plan.clear_host_caches): a batch shape seen for the first time. The
-              others are what a repeated shape pays (the host tables and choices are kept per
-              batch shape; the device tables are copied anew for every plan either way)
+              others are what a repeated shape pays (the host tables, their device copies and
+              the choices are kept per batch shape; the cold figures copy the tables anew)
 On a machine without an sm_90 GPU (or with --stub) the kernels are always stubbed and `call` and
 `launches` are left out: the CPU parts alone, on CPU tensors.
 

@@ -233,9 +233,9 @@ def qla_fns(x):
     kernel.other_walk = other_walk
 
     def serving():
-        # host metadata → a fresh plan and device tables every call; the host tables and choices of
-        # this batch shape come from the caches after the first call, as in an engine whose batches
-        # repeat their shapes (host_us's plan_and_call_cold times a shape never seen)
+        # host metadata → a fresh plan every call; the host tables, their device copies and the
+        # choices of this batch shape come from the caches after the first call, as in an engine
+        # whose batches repeat their shapes (host_us's plan_and_call_cold times a shape never seen)
         call(qla_plan(x["cu_cpu"], dev))
 
     def host_us(reps: int = 20) -> dict:
