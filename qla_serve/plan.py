@@ -24,7 +24,8 @@ class PrefillPlan:
     """Sequence-length-dependent metadata for one prefill batch.
 
     Host fields (plain Python / CPU tensors) are what validation and backends read; device fields
-    are copies for kernels. ``kernel_data`` is where a backend keeps its own tables (CP partitions,
+    are copies for kernels. Every tensor field is shared by the plans of one batch shape (on one
+    device and stream): read only. ``kernel_data`` is where a backend keeps its own tables (CP partitions,
     variant choice) so that a call with this plan needs no further host work.
     """
 
