@@ -158,7 +158,7 @@ def profile(H: int, HV: int, seqlens: list[int], dev: torch.device, stub: bool, 
             write_cprofile(fresh, n, sync, os.path.join(cprofile_dir, f"cprof-{tag}-fresh.txt"))
             write_cprofile(call, n, sync, os.path.join(cprofile_dir, f"cprof-{tag}-cached.txt"))
     noop = lambda *a, **kw: None  # noqa: E731
-    patched = {"kkt_kernel_for": lambda var: noop, "fwd_kernel": lambda var, phase=0, persistent=None, tail_start=False: noop}
+    patched = {"kkt_kernel_for": lambda var, heads_per_cta=None: noop, "fwd_kernel": lambda var, phase=0, persistent=None, tail_start=False: noop}
     saved_h = {name: getattr(hopper, name) for name in patched}
     saved_cp = cp.phase_kernels, cp.combine_kernel, cp.tail_scan_kernel
     for name, fn in patched.items():

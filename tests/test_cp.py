@@ -541,7 +541,7 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail_mode,
     def tail_partials(*args):
         tails.append(args[7] if len(args) > 7 else None)
         return partials(*args)
-    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: kkt)
+    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var, heads_per_cta=None: kkt)
     scans = []
 
     def tail_scan_kernel(HV_):     # the GPU path's w comes from cp_tail's kernel: here tail_chunks' torch ops
@@ -1139,7 +1139,7 @@ def test_persistent_walk_only_on_a_pool_tma_can_read(pad, offset, persistent, mo
     ran = []
     monkeypatch.setenv(hopper.PERSISTENT_ENV, "1")
     monkeypatch.setenv(cp.DISABLE_ENV, "0")
-    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var: lambda *a: None)
+    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var, heads_per_cta=None: lambda *a: None)
     monkeypatch.setattr(hopper, "fwd_kernel", lambda var, phase=0, persistent=None: lambda *a: ran.append(
         (persistent, len(a))))
     hopper._form_kernels.clear()
@@ -1148,3 +1148,103 @@ def test_persistent_walk_only_on_a_pool_tma_can_read(pad, offset, persistent, mo
                               has_initial_state=None, plan=plan, scale=D ** -0.5, use_qk_l2norm=False,
                               out=torch.empty_like(v), state_layout="vk", null_slot=None)
     assert ran == [(persistent, 13 if persistent else 11)]
+
+
+# ---- kkt_solve's value heads split over CTAs (kkt_heads_per_cta) ---------------------------------
+
+KKT_AB = Path(__file__).resolve().parents[1] / "bench_serving/results/h200-session38/a-kkt-split"
+
+
+def _kkt_ab_rows():
+    """(H, HV, seqlens, {heads per CTA: GPU-busy ms of the whole call}) of session 38's A/B logs."""
+    import sys
+
+    sys.path.insert(0, str(KKT_AB.parents[2]))
+    import kernel_bench
+    rows = []
+    for name in ("kkt_split_ab.txt", "kkt_split_ab2.txt"):
+        for line in (KKT_AB / name).read_text().splitlines():
+            if " | " not in line or line.startswith("heads"):
+                continue
+            head, labels, _ = line.split(" | ")
+            hv, mix = head.split()
+            H, HV = (int(x) for x in hv.split("/"))
+            if mix in kernel_bench.SEQLENS:        # the bench's named rows ("1024x8": 8 of 1024 tokens)
+                seqlens = kernel_bench.SEQLENS[mix]
+            else:                                   # the second log's rows: COUNTxLENGTH
+                n, length = mix.split("x")
+                seqlens = [int(length)] * int(n)
+            times = {}
+            for item in labels.split("; "):
+                label, vals = item.split(": ")
+                times[HV // H if label == "all" else int(label)] = float(vals.split(",")[0])
+            rows.append((H, HV, seqlens, times))
+    return rows
+
+
+def test_kkt_split_rule_picks_the_fastest_measured_form():
+    """Session 38's interleaved A/B on the H200 (24 rows, outputs bit-identical across forms): the
+    rule's pick is the fastest form, or within 1 % of it, on every row."""
+    from qla_serve.kernels import hopper
+
+    rows = _kkt_ab_rows()
+    assert len(rows) == 24
+    for H, HV, seqlens, times in rows:
+        chunks = sum((n + 63) // 64 for n in seqlens)
+        pick = hopper.kkt_heads_per_cta(chunks, H, HV, 132)
+        assert times[pick] <= 1.01 * min(times.values()), (H, HV, seqlens[:3], pick, times)
+    # the rows the split was aimed at: issue 3 (a)'s 2/8 rows of 128 chunks, two heads per CTA
+    assert hopper.kkt_heads_per_cta(128, 2, 8, 132) == 2
+    assert hopper.kkt_heads_per_cta(32, 2, 8, 132) == 1 and hopper.kkt_heads_per_cta(256, 2, 8, 132) == 4
+
+
+@pytest.mark.parametrize("H,HV,forms", [(16, 32, [2, 1]), (2, 8, [4, 2, 1]), (1, 8, [8, 4, 2, 1]), (16, 48, [3]),
+                                        (8, 48, [6, 3]), (4, 4, [1])])
+def test_kkt_split_forms_are_every_pick(H, HV, forms):
+    from qla_serve.kernels import hopper
+
+    assert hopper.kkt_split_forms(H, HV) == forms
+    picks = {hopper.kkt_heads_per_cta(nc, H, HV, sms) for nc in (0, 1, 5, 16, 64, 130, 1000, 10**6)
+             for sms in (1, 66, 132, 1000)}
+    assert picks <= set(forms) and forms[0] in picks
+
+
+def test_warmup_builds_every_kkt_form(monkeypatch):
+    from qla_serve.kernels import hopper
+
+    built = []
+    monkeypatch.setattr(hopper, "kkt_kernel_for", lambda var, heads_per_cta=None: built.append(heads_per_cta))
+    monkeypatch.setattr(hopper, "_fwd_kernels", lambda var: None)
+    monkeypatch.setattr(hopper, "_cp_kernels", lambda var: None)
+    hopper.build_variant(hopper.Variant(2, 8))
+    assert built == [4, 2, 1]
+
+
+def test_the_call_runs_the_plans_kkt_form(monkeypatch):
+    """gdn_prefill_hopper asks for kkt_solve in the form the rule picks for the plan's chunk count
+    (kept per form and pick: a later call of another chunk count gets its own), or the caller's."""
+    from qla_serve.kernels import hopper
+
+    H, HV, D = 1, 2, 32
+    asked = []
+
+    def kkt_for(var, heads_per_cta=None):
+        asked.append(heads_per_cta)
+        return lambda *a: None
+    monkeypatch.setattr(hopper, "kkt_kernel_for", kkt_for)
+    monkeypatch.setattr(hopper, "fwd_kernel", lambda var, phase=0, persistent=None: lambda *a: None)
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")
+    hopper._form_kernels.clear()
+    for call, (seqlens, want) in enumerate((([64] * 6, 1), ([64] * 300, 2), ([64] * 6, 1), ([64] * 6, 2))):
+        q, k, v, g, beta, cu = make_inputs(seqlens, H, HV, K=D, V=D, dtype=torch.bfloat16, seed=3)
+        pool = make_pool(len(seqlens) + 1, HV, K=D, V=D, seed=3)
+        idx = torch.arange(1, len(seqlens) + 1)
+        plan = plan_prefill(cu, state_indices_cpu=idx, num_slots=pool.shape[0])
+        if call == 3:                             # a caller's choice
+            plan.kernel_data[("hopper-kkt", H, HV)] = 2
+        hopper.gdn_prefill_hopper(q, k, v, g, beta, state_pool=pool, state_indices=idx, has_initial_state=None,
+                                  plan=plan, scale=D ** -0.5, use_qk_l2norm=False, out=torch.empty_like(v),
+                                  state_layout="vk", null_slot=None, form=("test-form",))
+        assert plan.kernel_data[("hopper-kkt", H, HV)] == want
+    assert asked == [1, 2]          # the third and fourth calls found their forms' kernels kept
+    hopper._form_kernels.clear()

@@ -65,6 +65,9 @@ def test_variant_compiles_for_sm90a(var):
     assert "wgmma" in fwd.get_kernel_source(), "fused_fwd should use Hopper wgmma"
     assert "wgmma" in hopper.fwd_kernel(var, persistent=False).get_kernel_source()   # the other walk form
     assert "wgmma" in kkt.get_kernel_source()
+    for heads in hopper.kkt_split_forms(run.num_k_heads, run.num_v_heads)[1:]:    # the plan's split forms
+        split = hopper.kkt_kernel_for(run, heads)
+        assert split is not kkt and "wgmma" in split.get_kernel_source()
     # Second lookup is served from the in-process cache: no new compile.
     n = hopper.compile_count
     hopper.fwd_kernel(run)

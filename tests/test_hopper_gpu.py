@@ -110,8 +110,9 @@ def oracle(case, pool_before):
     return (o.cpu(), finals.cpu()), cu
 
 
-def run_qla(case, block_v=None, plan=None, out=None, walk=None):
-    """walk: {"persistent": bool, "ctas": n} forces the walk's form and CTA count (with block_v)."""
+def run_qla(case, block_v=None, plan=None, out=None, walk=None, kkt_heads=None):
+    """walk: {"persistent": bool, "ctas": n} forces the walk's form and CTA count (with block_v);
+    kkt_heads: kkt_solve's value heads per CTA (default: the plan's pick)."""
     seqlens = case["seqlens"]
     cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
     if plan is None:
@@ -120,6 +121,8 @@ def run_qla(case, block_v=None, plan=None, out=None, walk=None):
     if block_v is not None:
         plan.kernel_data[("hopper", case["v"].shape[1], V)] = {"block_v": block_v, **(walk or {})}
     T, HV = case["v"].shape[0], case["v"].shape[1]
+    if kkt_heads is not None:
+        plan.kernel_data[("hopper-kkt", case["k"].shape[1], HV)] = kkt_heads
     if out is None:
         out = torch.full((T, HV, V), float("nan"), dtype=case["v"].dtype, device=DEV)
     idx, hinit = case["idx_dev"], case["hinit_dev"]
@@ -295,6 +298,35 @@ def test_walk_forms_match_oracle(tag, base, walk):
     torch.cuda.synchronize()
     bf16_pool = case["pool"].dtype == torch.bfloat16
     check(case, out, pool_before, tag, s_tol=8e-3 if bf16_pool else 5e-3)
+
+
+# GVA 2, 4 (l2norm pass, packed rows), 8, and 4 with 300 sequences (a grid the plan leaves unsplit)
+KKT_SPLITS = [CASES[1], CASES[2], CASES[3], CASES[9]]
+
+
+@skip
+@pytest.mark.parametrize("tag,seqlens,H,HV,kw,block_v", KKT_SPLITS, ids=[c[0] + "-kkt-forms" for c in KKT_SPLITS])
+def test_kkt_split_forms_agree_bit_for_bit(tag, seqlens, H, HV, kw, block_v):
+    """kkt_solve with a key head's value heads split over 2, 4, … CTAs does each value head's math
+    unchanged (only the CTA doing it moves): outputs and final states are bit-identical in every
+    form the plan can pick, and match the oracle."""
+    from qla_serve.kernels import hopper
+
+    case = make_case(seqlens, H, HV, seed=case_seed(tag + "-kkt-forms"), **kw)
+    pool_before = case["pool"].clone()
+    forms = hopper.kkt_split_forms(H, HV)
+    assert forms[0] == HV // H and forms[-1] == 1 and len(forms) > 1
+    got = {}
+    for heads in forms:
+        case["pool"].copy_(pool_before)
+        out = run_qla(case, block_v=block_v, kkt_heads=heads)
+        torch.cuda.synchronize()
+        got[heads] = (out.clone(), case["pool"].clone())
+    for heads in forms[1:]:
+        assert torch.equal(got[heads][0], got[forms[0]][0]), f"{tag}: outputs differ at {heads} heads per CTA"
+        assert torch.equal(got[heads][1], got[forms[0]][1]), f"{tag}: states differ at {heads} heads per CTA"
+    bf16_pool = case["pool"].dtype == torch.bfloat16
+    check(case, got[forms[-1]][0], pool_before.cpu(), tag + "-kkt-forms", s_tol=8e-3 if bf16_pool else 5e-3)
 
 
 L2_FORMS = [c for c in CASES if c[4].get("l2_in_kernel")]

@@ -339,14 +339,48 @@ def gdn_conv_hopper(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         kern(x, weight, bias, conv_state, plan.chunk_bounds, idx, hinit, out, null)
 
 
-def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides: tuple[int, int, int]):
-    """strides: token strides of k, g, beta."""
+KKT_CTAS_PER_SM = 4     # kkt_solve.MIN_BLOCKS: CTAs of kkt_solve one SM holds at once
+
+
+def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides: tuple[int, int, int],
+               heads_per_cta: int | None = None):
+    """strides: token strides of k, g, beta. heads_per_cta: value heads one CTA walks
+    (:func:`kkt_heads_per_cta`; None or HV / H: all of its key head's, the default form)."""
     from . import kkt_solve
 
     strides = tuple(int(x) for x in strides)
-    key = ("kkt", H, HV, K, dtype, bool(use_qk_l2norm), strides)
-    return _get(key, lambda: _compile(kkt_solve.build_kkt_solve(H, HV, K, dtype, bool(use_qk_l2norm), strides),
-                                      kkt_solve.PASS_CONFIGS))
+    if heads_per_cta is not None and heads_per_cta >= HV // H:
+        heads_per_cta = None            # the default form: one key (and cache entry) for it
+    key = ("kkt", H, HV, K, dtype, bool(use_qk_l2norm), strides) + (
+        () if heads_per_cta is None else (("heads_per_cta", int(heads_per_cta)),))
+    return _get(key, lambda: _compile(kkt_solve.build_kkt_solve(H, HV, K, dtype, bool(use_qk_l2norm), strides,
+                                                                heads_per_cta), kkt_solve.PASS_CONFIGS))
+
+
+def kkt_heads_per_cta(num_chunks: int, num_k_heads: int, num_v_heads: int, sms: int) -> int:
+    """Value heads one kkt_solve CTA walks for a call of ``num_chunks`` chunks: its key head's
+    G = HV / H halved while the doubled grid (chunks × key heads × CTAs per key head) still fits
+    one wave (:data:`KKT_CTAS_PER_SM` per SM). A small grid leaves SMs idle while each CTA walks its
+    G value heads one after another; split, each CTA loads K and forms K Kᵀ itself, so past one
+    wave the split only repeats that work. Session 38's A/B (``results/h200-session38/``, GPU-busy
+    time of whole calls, outputs bit-identical): the rule's pick was the fastest label on all 24
+    rows; 2/8 1024×8, 16×512, 64×128 ×0.966–0.977 at two heads per CTA, 4/16 1×1024 ×0.877 at one,
+    and one split past the wave (2/8 1×16384, 4/16 16×512) ×1.04. :func:`gdn_prefill_hopper` keeps
+    the pick in ``plan.kernel_data[("hopper-kkt", H, HV)]``, where a caller (tests) may set its own."""
+    G = num_v_heads // num_k_heads
+    ctas, per_cta = max(1, num_chunks) * num_k_heads, G
+    while per_cta % 2 == 0 and 2 * ctas <= KKT_CTAS_PER_SM * sms:
+        ctas, per_cta = 2 * ctas, per_cta // 2
+    return per_cta
+
+
+def kkt_split_forms(num_k_heads: int, num_v_heads: int) -> list[int]:
+    """Every ``heads_per_cta`` :func:`kkt_heads_per_cta` can pick for these heads (warm-up builds them)."""
+    G = num_v_heads // num_k_heads
+    forms = [G]
+    while forms[-1] % 2 == 0:
+        forms.append(forms[-1] // 2)
+    return forms
 
 
 def l2norm_in_pass() -> bool:
@@ -390,10 +424,10 @@ def qk_norm_kernel_for(var: "Variant"):
     return qk_norm_kernel(var.num_k_heads, var.head_k_dim, var.dtype, (st[0], st[1]))
 
 
-def kkt_kernel_for(var: "Variant"):
+def kkt_kernel_for(var: "Variant", heads_per_cta: int | None = None):
     st = var.resolved_strides()
     return kkt_kernel(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.dtype, var.use_qk_l2norm,
-                      (st[1], st[4], st[5]))
+                      (st[1], st[4], st[5]), heads_per_cta)
 
 
 def persistent_walk() -> bool | None:
@@ -483,18 +517,24 @@ def _fwd_kernels(var: Variant) -> None:
         fwd_kernel(var, persistent=persistent)
 
 
+def _kkt_kernels(var: Variant) -> None:
+    for heads_per_cta in kkt_split_forms(var.num_k_heads, var.num_v_heads):
+        kkt_kernel_for(var, heads_per_cta)
+
+
 def build_variant(var: Variant) -> None:
-    """Process-pool entry: compile one variant (its l2norm pass if any, the prefill in both walk
-    forms and its CP kernels) into TileLang's disk cache."""
+    """Process-pool entry: compile one variant (its l2norm pass if any, kkt_solve in every split
+    form, the prefill in both walk forms and its CP kernels) into TileLang's disk cache."""
     qk_norm_kernel_for(var)
     run = var.after_l2norm_pass()
-    kkt_kernel_for(run)
+    _kkt_kernels(run)
     _fwd_kernels(run)
     _cp_kernels(run)
 
 
 def warmup(variants: Iterable[Variant], log=print, processes: int | None = None) -> dict[str, float]:
-    """Compile every variant (kkt_solve, the fused walk in both forms and its CP kernels) now; returns seconds per kernel key. A compile that TileLang
+    """Compile every variant (kkt_solve in its split forms, the fused walk in both forms and its CP
+    kernels) now; returns seconds per kernel key. A compile that TileLang
     finds in its disk cache (``TILELANG_CACHE_DIR``, default ``~/.tilelang/cache``) is a load.
 
     ``processes`` > 1 first builds the variants in that many worker processes (each compile runs nvcc
@@ -514,7 +554,7 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
     times: dict[str, float] = {}
     for var in variants:
         run = var.after_l2norm_pass()
-        for what, fn in (("qk_norm", lambda: qk_norm_kernel_for(var)), ("kkt", lambda: kkt_kernel_for(run)),
+        for what, fn in (("qk_norm", lambda: qk_norm_kernel_for(var)), ("kkt", lambda: _kkt_kernels(run)),
                          ("fwd", lambda: _fwd_kernels(run)), ("cp", lambda: _cp_kernels(run))):
             t0 = time.perf_counter()
             fn()
@@ -752,14 +792,16 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
                    None if strides in (contiguous, packed) else strides)
 
 
-_form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass) → _kernels_for
+_form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass,
+                                           #  kkt heads per CTA) → _kernels_for
 
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
-                 block_v: int, scale: float, persistent: bool, spec: tuple | None) -> tuple:
+                 block_v: int, scale: float, persistent: bool, spec: tuple | None, kkt_heads: int) -> tuple:
     """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve, walk, the variant they
     run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
-    the l2norm pass computes when there is one, else the gating kernel)."""
+    the l2norm pass computes when there is one, else the gating kernel; ``kkt_heads``:
+    :func:`kkt_heads_per_cta`)."""
     asked = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm, has_initial_state, block_v,
                         scale)
     norm = gate = None
@@ -769,7 +811,7 @@ def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2
     elif spec is not None:
         gate = gating_kernel(*spec)
     var = asked.after_l2norm_pass()
-    return norm, gate, kkt_kernel_for(var), fwd_kernel(var, persistent=persistent), var
+    return norm, gate, kkt_kernel_for(var, kkt_heads), fwd_kernel(var, persistent=persistent), var
 
 
 def gdn_prefill_hopper(
@@ -803,13 +845,18 @@ def gdn_prefill_hopper(
             gates = gates._replace(a=gates.a.contiguous(), b=gates.b.contiguous())
         if out.stride(0) != HV * Vd:
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass())
+    kkt_heads = plan.kernel_data.get(("hopper-kkt", H, HV))
+    if kkt_heads is None:
+        sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
+        kkt_heads = plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads_per_cta(plan.num_chunks, H, HV, sms)
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads)
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
                                                       gates.softplus_threshold)
         kernels = _kernels_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
-                               has_initial_state is not None, choice["block_v"], scale, persistent, spec)
+                               has_initial_state is not None, choice["block_v"], scale, persistent, spec,
+                               kkt_heads)
         if key is not None and len(_form_kernels) < 4096:
             _form_kernels[key] = kernels
     norm, gate, kkt, fwd, var = kernels

@@ -42,7 +42,10 @@ against 1.50e-3 with bf16x3: results/h200-session35/exp/kkt_scheme_xhi.py), and 
 whole prefill was ×0.95–0.97 (results/h200-session36/) with every GPU test passing, the
 correlated-key cases included. tests/test_kkt_scheme.py emulates exactly this scheme on the CPU.
 
-Grid: (num_chunks, H), 128 threads. Each CTA reads its chunk's first token and its sequence's end
+Grid: (num_chunks, H · S), 128 threads, where S CTAs share a key head's G value heads when the
+host plan splits them (``heads_per_cta`` = G / S, ``kkt_heads_per_cta`` in ``__init__``): a grid of
+num_chunks × H CTAs is doubled while the doubled grid still fits one wave (4 CTAs per SM), each CTA
+then loading K and forming K Kᵀ for its own value heads (session 38: ×0.88–0.98 on such calls). Each CTA reads its chunk's first token and its sequence's end
 from the plan's ``chunk_bounds`` (one row), so one compiled kernel serves every batch shape
 and the loads of K, g and β depend on one table read. Until session 15 it read (sequence, chunk
 in it) and then the sequence's bounds from ``cu_seqlens``: two dependent loads before any data, in a
@@ -63,13 +66,19 @@ PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
 
 
 def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
-                    strides: tuple[int, int, int]):
+                    strides: tuple[int, int, int], heads_per_cta: int | None = None):
     """TileLang prim_func for one (H, HV, K, dtype, l2norm) variant; T and chunk count are dynamic.
-    ``strides``: token strides of k, g, beta (compile-time, so that loads vectorise)."""
+    ``strides``: token strides of k, g, beta (compile-time, so that loads vectorise).
+    ``heads_per_cta``: value heads one CTA walks (default all G = HV / H of its key head). Fewer
+    split a key head's value heads over HV / (H · heads_per_cta) CTAs, each loading K and forming
+    K Kᵀ itself: more CTAs, shorter serial walks, for grids too small to fill the SMs (the plan's
+    choice: ``kkt_heads_per_cta`` in ``__init__``)."""
     C = CHUNK
     B = 16                      # diagonal block
     Hf = 32                     # merge block
-    G = HV // H
+    G = heads_per_cta or HV // H
+    S = HV // H // G            # CTAs per (chunk, key head)
+    assert G * S * H == HV, (H, HV, heads_per_cta)
     NT = T.dynamic("num_tokens")
     NC = T.dynamic("num_chunks")
     sk, sg, sb = (int(x) for x in strides)
@@ -105,7 +114,9 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
         gcum: T.Tensor((NT, HV), accum),
         a: T.Tensor((NT, HV, C), in_dtype),
     ):
-        with T.Kernel(NC, H, threads=128) as (bc, bhk):
+        with T.Kernel(NC, H * S, threads=128) as (bc, by):
+            bhk = by // S
+            hv0 = by * G                                     # this CTA's first value head
             T.annotate_min_blocks_per_sm(MIN_BLOCKS)     # ≤ 128 registers: 4 CTAs (16 warps) per SM
             k_s = T.alloc_shared((C, K), in_dtype)
             g_s = T.alloc_shared((G, C), accum)              # γ of the G value heads
@@ -142,8 +153,8 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
 
             # g, β of all G value heads up front (their latency hides under the K load).
             for i, gi in T.Parallel(C, G):
-                g_s[gi, i] = T.if_then_else(i < nvalid, g[left + i, bhk * G + gi], 0.0)
-                b_s[gi, i] = T.if_then_else(i < nvalid, beta[left + i, bhk * G + gi], 0.0)
+                g_s[gi, i] = T.if_then_else(i < nvalid, g[left + i, hv0 + gi], 0.0)
+                b_s[gi, i] = T.if_then_else(i < nvalid, beta[left + i, hv0 + gi], 0.0)
             T.copy(k[left:left + C, bhk, 0:K], k_s)
             # Blocks that stay zero for every value head.
             T.clear(a1h)
@@ -170,10 +181,10 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             T.cumsum(src=g_s, dst=g_s, dim=1)
             for i, gi in T.Parallel(C, G):
                 if i < nvalid:
-                    gcum[left + i, bhk * G + gi] = g_s[gi, i]
+                    gcum[left + i, hv0 + gi] = g_s[gi, i]
 
             for gi in T.serial(G):
-                bh = bhk * G + gi
+                bh = hv0 + gi
                 # L in registers (kk's layout), then scattered into its consumers: the diagonal
                 # blocks in fp32, the merge operands split. The exponential only sees γ_i − γ_j with
                 # i > j, inside the one branch that also drops padded rows (0 elsewhere). γ and β
