@@ -11,9 +11,10 @@ sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch
 elsewhere).
 
 Work split: one CTA (128 threads, ≤ 128 registers, 51 KB shared: 4 CTAs per SM) per (chunk, *key*
-head), or per (chunk, part of a key head's value heads) on small grids (see Grid below). K is loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of
-all G = HV / H value heads sharing that key head are loaded together with K and cumsummed at once
-(one warp per head). The CTA then walks the G value heads: gated L in registers (K Kᵀ's fragment
+head), or per (chunk, part of a key head's value heads) on small grids (see Grid below). K is
+loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of all G = HV / H
+value heads sharing that key head are loaded together with K and cumsummed at once (one warp per
+head). The CTA then walks the G value heads: gated L in registers (K Kᵀ's fragment
 layout) → shared → inverse → output staged in shared and written by one bulk (TMA) store (a
 sequence's partial last chunk: its real rows, as 16-byte rows). About 12 barriers per value head
 (TileLang's sync planner adds one after every mma stage).
@@ -46,9 +47,9 @@ Grid: (num_chunks, H · S), 128 threads, where S CTAs share a key head's G value
 host plan splits them (``heads_per_cta`` = G / S, ``kkt_heads_per_cta`` in ``__init__``): a grid of
 num_chunks × H CTAs is doubled while the doubled grid still fits one wave (4 CTAs per SM), each CTA
 then loading K and forming K Kᵀ for its own value heads (session 38: ×0.88–0.99 on such calls).
-Each CTA reads its chunk's first token and its sequence's end from the plan's ``chunk_bounds`` (one row), so one compiled kernel serves every batch shape
-and the loads of K, g and β depend on one table read. Until session 15 it read (sequence, chunk
-in it) and then the sequence's bounds from ``cu_seqlens``: two dependent loads before any data, in a
+Each CTA reads its chunk's first token and its sequence's end from the plan's ``chunk_bounds`` (one
+row), so one compiled kernel serves every batch shape and the loads of K, g and β depend on one
+table read. Until session 15 it read (sequence, chunk in it) and then the sequence's bounds from ``cu_seqlens``: two dependent loads before any data, in a
 prologue that held 18 % of the kernel's stall samples (session 12's ncu, 16/32 8192×4). Measured in
 session 15: no change in speed (0.99–1.02× on 14 rows; other CTAs hid that latency).
 """
