@@ -49,9 +49,10 @@ num_chunks × H CTAs is doubled while the doubled grid still fits one wave (4 CT
 then loading K and forming K Kᵀ for its own value heads (session 38: ×0.88–0.99 on such calls).
 Each CTA reads its chunk's first token and its sequence's end from the plan's ``chunk_bounds`` (one
 row), so one compiled kernel serves every batch shape and the loads of K, g and β depend on one
-table read. Until session 15 it read (sequence, chunk in it) and then the sequence's bounds from ``cu_seqlens``: two dependent loads before any data, in a
-prologue that held 18 % of the kernel's stall samples (session 12's ncu, 16/32 8192×4). Measured in
-session 15: no change in speed (0.99–1.02× on 14 rows; other CTAs hid that latency).
+table read. Until session 15 it read (sequence, chunk in it) and then the sequence's bounds from
+``cu_seqlens``: two dependent loads before any data, in a prologue that held 18 % of the kernel's
+stall samples (session 12's ncu, 16/32 8192×4). Measured in session 15: no change in speed
+(0.99–1.02× on 14 rows; other CTAs hid that latency).
 """
 
 import tilelang
