@@ -439,6 +439,11 @@ CP_SEQLENS = {**SEQLENS, "1x4096": [4096]}     # the short rows decide CPParams.
 CP_PARTS = [1, 2, 4, 8, 16, 32]
 
 
+def cp_seqlens(mix: str) -> list[int]:
+    """A CP sweep row: one of CP_SEQLENS, or an ad-hoc mix (:func:`mix_seqlens`)."""
+    return CP_SEQLENS[mix] if mix in CP_SEQLENS else mix_seqlens(mix)
+
+
 def cp_sweep(args) -> None:
     """Time the whole QLA prefill per (heads, row, V-block, forced P); fit the CP rule's constants."""
     import qla_serve
@@ -468,7 +473,7 @@ def cp_sweep(args) -> None:
 
     # Compile every variant first, in parallel (nvcc is single-threaded).
     builds = sorted({(H, HV, bv if bv is not None
-                      else hopper.planned_block_v(CP_SEQLENS[m], HV, V, sms, unit_norm_keys=True))
+                      else hopper.planned_block_v(cp_seqlens(m), HV, V, sms, unit_norm_keys=True))
                      for H, HV in heads for m in mixes for bv in bvs})
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=min(len(builds), os.cpu_count() or 1),
@@ -483,7 +488,7 @@ def cp_sweep(args) -> None:
     try:
         for H, HV in heads:
             for mix in mixes:
-                seqlens = CP_SEQLENS[mix]
+                seqlens = cp_seqlens(mix)
                 x = make_inputs(seqlens, H, HV)
                 pool0 = x["pool"].clone()
                 hinit = torch.ones(x["N"], dtype=torch.bool, device="cuda")
