@@ -163,3 +163,12 @@ def test_isolate_runs_each_backend_in_its_own_process_and_merges_its_fields(monk
     assert all("--no-prewarm" in c and "--no-agreement" in c and "--no-accuracy" in c for c in calls)
     assert len(rows) == 1 and rows[0]["mix"] == "64x128"
     assert rows[0]["qla_ms"] == 2.0 and rows[0]["flashqla_ms"] == 3.0 and rows[0]["fla_ms"] is None
+
+
+def test_cp_sweep_takes_named_and_ad_hoc_rows():
+    """--cp-sweep --mixes: its own row names, or any mix_seqlens form (session 38's 3072…6144 rows)."""
+    assert kernel_bench.cp_seqlens("1x8192") == kernel_bench.CP_SEQLENS["1x8192"]
+    assert kernel_bench.cp_seqlens("3072") == [3072]
+    assert kernel_bench.cp_seqlens("4096+2*16") == [4096, 16, 16]
+    with pytest.raises(SystemExit):
+        kernel_bench.cp_seqlens("nonsense")
