@@ -584,6 +584,12 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count[idx]
 
 
+def _plan_sms(plan) -> int:
+    """SMs the plan's device has: the GPU's count, or the H200's 132 for a CPU or meta plan (tests,
+    warm-up lists), which the host rules were fitted on."""
+    return _num_sms(plan.device) if plan.device.type == "cuda" else 132
+
+
 # One walk CTA's time (µs) = fixed + per_chunk × its chunks, RS walk on the H200 (session 7, the
 # walk as of session 6): least-squares fit (log error) of a simulation of the block scheduler's
 # greedy order to every row of bench_serving/results/h200-session7/block-v/ run at both forced
@@ -642,7 +648,7 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
     got = plan.kernel_data.get(key)
     if got is not None and "ctas" in got:
         return got
-    sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
+    sms = _plan_sms(plan)
     if got is None:
         got = dict(_host_choice(plan.seqlens, num_v_heads, head_v_dim, sms, plan.unit_norm_keys, _choice_env()))
         plan.kernel_data[key] = got
@@ -847,8 +853,8 @@ def gdn_prefill_hopper(
             out_user, out = out, torch.empty(out.shape, dtype=out.dtype, device=out.device)
     kkt_heads = plan.kernel_data.get(("hopper-kkt", H, HV))
     if kkt_heads is None:
-        sms = _num_sms(plan.device) if plan.device.type == "cuda" else 132
-        kkt_heads = plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads_per_cta(plan.num_chunks, H, HV, sms)
+        kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
+        plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
     key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads)
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:

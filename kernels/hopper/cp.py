@@ -586,10 +586,8 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
     got = None
     if os.environ.get(DISABLE_ENV, "1") != "0" and plan.num_seqs:
         if sms is None:
-            sms = 132
-            if plan.device.type == "cuda":
-                from . import _num_sms
-                sms = _num_sms(plan.device)
+            from . import _plan_sms
+            sms = _plan_sms(plan)
         parts = _choose_parts_kept(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or default_params(),
                                    force)
         if any(p > 1 for p in parts):
