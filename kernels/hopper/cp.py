@@ -47,7 +47,10 @@ target_ctas, and the longest has at least min_seq_chunks chunks. Then the longes
 min(max_parts, chunks / min_chunks)] (powers of two and, with ``any_count``, the default since
 session 22, the counts that fill whole waves) whose phase 3 a cost model puts first
 (:func:`cp_estimate_us`: the walk's CTAs scheduled on the SMs in grid order, plus a cost per
-partition), every other sequence a share proportional to its chunk count. The V-block (64 or 128)
+partition), every other sequence a share proportional to its chunk count. P = 1 is weighed too where
+the long sequences' CTAs pass the target (a split charged ``gated_split_us``) or where a split leaves
+other sequences whole (each charged ``rider_us`` per value head: their start copies and one-CTA
+walk). The V-block (64 or 128)
 comes from the walk's rule, then :func:`widen_block_v`: 128 where the same cost model has a CP row
 ending first there (since session 25; with tail starts also a row that 64 leaves unsplit because its
 CTAs fill the SMs). Everything is measured:
@@ -104,18 +107,23 @@ class CPParams:
     target_ctas: int = 132       # split only where two partitions of each long sequence fit this many CTAs
     min_chunks: int = 16         # no partition shorter than this many 64-token chunks (32 in sessions 7-10)
     max_parts: int = 32          # at most this many partitions per sequence
-    # No CP unless the longest sequence has this many chunks (6144 tokens; 8192 in sessions 7–25, 32
-    # before): a CP call launches four kernels more than a plain one, ~0.1–0.25 ms more host time on
-    # the H200 host with a cached plan (session 26's table: 183–350 µs against 75–84), which a short
-    # row's GPU gain does not repay. Session 26's sweep (``h200-session26/sweep7000``, all six head
-    # configs): 1×4096 (64 chunks) splits faster on the GPU (16/32 0.145 → 0.107 ms) but, at the
-    # V-block-64 splits the rule would take, slower on the wall (4/16 0.136 → 0.238, 16/64 0.174 →
-    # 0.291); the 7000-token sequence of 7000+600+300+200+92 (110 chunks) splits faster on the GPU at
-    # every head config (16/32 0.253 → 0.195, 2/8 0.210 → 0.090, 4/16 0.220 → 0.126). Scored over the
-    # swept rows (``h200-session26/eval_min_seq_chunks.py``, the plan's pick against each row's best):
-    # 64 → GPU 1.013 / wall 1.087, any bound in 65–110 → 1.081 / 1.042, 128 → 1.161 / 1.069. 96 takes
-    # the wall's side and keeps a margin from 64.
-    min_seq_chunks: int = 96
+    # No CP unless the longest sequence has this many chunks (3072 tokens since session 39; 6144 in
+    # sessions 26-38, 8192 in 7-25). A CP call launches four kernels more than a plain one: session 26
+    # set 96 on wall time when that cost 0.1-0.25 ms more host time (its 1×4096 lost on the wall);
+    # session 37's shared device tables cut it to ~0.05 ms. Session 39's sweep
+    # (``h200-session39/a-cp-short``, single 2048-6144-token sequences, six head configs, P = 1-6, 8
+    # at both V-blocks, two runs) has the split winning on GPU time from 3072 tokens on at 2/8-16/32
+    # (2/8 1×3072 0.051 ms at the rule's P = 3 against 0.087 unsplit; 16/32 0.083 against 0.106);
+    # the rule's splits gain GPU time on all 22 rows it splits (×0.34-0.98) and wall time on 17 (the
+    # others host-bound, up to ×1.34 at 8/32 1×3072); at 2048 the split gains the GPU only 11-27 µs
+    # and loses 50-100 µs on the wall. Scored as session 26 did (``h200-session39/eval_cp_short.py``: the plan's pick
+    # against each row's best): 48 takes GPU 1.332 → 1.073 and wall 1.121 → 1.063 on this sweep,
+    # session 38's 1.521 → 1.105 / 1.282 → 1.013; sessions 25-26's 1.075 → 1.008 / 1.038 → 1.083
+    # (those had the larger host premium). 32 would gain the GPU a little (1.045) and lose the wall
+    # (1.160). min_chunks 8 would take this sweep's GPU to 1.047 (2/8 1×3072 at P = 6), but its
+    # finer splits of multi-sequence rows lost in issue 3's table (2/8 7000+600+300+200+92: 13
+    # partitions, 0.077 ms against 0.064 at 6) and in session 26's sweep.
+    min_seq_chunks: int = 48
     # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
     # with that width's own split (twice the partitions, half as long). Session 11 (exact starts)
     # fitted 4: at 16/32 and 8/32 (P = 2 at 64) V-block 64 stayed 4-10 % ahead. With tail starts
@@ -156,6 +164,16 @@ class CPParams:
     # 16384+16384, 1024×8, P 1–4): the pick is the measured best on all 12 rows (the gate alone:
     # 1.015 off, 1.104 at worst). None: the gate alone decides (sessions 7–26).
     gated_split_us: float | None = 30.0
+    # Sequences a split leaves whole (the riders: decodes, short prompts beside the long one) cost
+    # more in a CP call than in a plain one: the combine copies each one's start state from the pool
+    # into the CP buffer (fp32) for phase 3 to read, and phase 3 walks one CTA per item where the plain
+    # walk runs persistent. So P = 1 is always weighed where riders are, and every split pays this
+    # many µs per (rider, value head). Issue 3's 256×1+4096 rows (session 39's table, split at the
+    # 48-chunk floor, against session 38's, unsplit): 0.344 / 0.625 / 1.191 / 1.208 / 2.316 / 1.775
+    # ms GPU at 2/8, 4/16, 8/32, 16/32, 16/64, 16/48 against 0.279 / 0.411 / 0.669 / 0.679 / 1.174 /
+    # 0.919; with the 4096 sequence's own gain from the short-row sweep added back, 0.066-0.070 µs
+    # per rider head at every head config. None: riders are free (sessions 7-38).
+    rider_us: float | None = 0.07
 
 
 DEFAULT_PARAMS = CPParams()
@@ -324,11 +342,15 @@ def choose_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, bloc
     # P by the cost model (session 19's sweep: the rule's constants alone, target_ctas // CTAs rounded
     # to a power of two, split 2/8 28672+4096 16 ways (0.256 ms) where 8 took 0.243, and 4/16 8 ways
     # (0.432) where 4 took 0.392), over the sequences that some candidate splits: the others (one-token
-    # decodes, short prompts) walk as one item at every P.
+    # decodes, short prompts) walk as one item at every P, and a split charges their start copies and
+    # walk form (``rider_us``) against P = 1; past the target every split pays ``gated_split_us`` too.
     split = tuple(c for c in nch if p_max * c >= 2 * cmax)
     cost = CP_COST_US[block_v] if block_v in CP_COST_US else CP_COST_US[128]
-    P = _model_p(split, num_v_heads * max(1, head_v_dim // block_v), p_max, sms, params.any_count, cost,
-                 params.gated_split_us if gated else None)
+    whole_us = params.gated_split_us if gated else None
+    riders = (N - len(split)) * num_v_heads
+    if params.rider_us is not None and riders:
+        whole_us = (whole_us or 0.0) + params.rider_us * riders
+    P = _model_p(split, num_v_heads * max(1, head_v_dim // block_v), p_max, sms, params.any_count, cost, whole_us)
     return parts_for_longest(nch, P)
 
 
@@ -535,6 +557,7 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
         return p64 >= params.wide_block_min_parts
     if 2 <= p64 < params.wide_block_min_parts:
         return False
+    charge = 0.0
     if p64 < 2:
         # 64's CTAs fill the SMs unsplit; 128 has half as many, so it may split where 64 may not,
         # and its chunk step covers twice the columns for ~1.2× the time. Session 25 (same call,
@@ -552,7 +575,14 @@ def _walks_at_128(seqlens, num_v_heads, head_v_dim, sms, params: CPParams, tail:
         # whether the launch at 128 (all sequences, as plan_cp would split them) splits at all
         if max(choose_parts(seqlens, num_v_heads, head_v_dim, 128, sms, params), default=1) < 2:
             return False
-    return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params, parts64) > 0.0
+        # Unsplit at 64 against split at 128: the split alone pays phase 1, the tail scan and the
+        # combine, which the model's per-partition term leaves out (``gated_split_us``, the same
+        # charge the gated rows' P = 1 is weighed against). Session 39's sweep
+        # (``h200-session39/a-cp-short``, GPU ms): 16/64 1×2048 82 at 64 unsplit against 90 at 128 /
+        # P = 2 (the model without the charge had 128 ending 10 µs first), 1×3072 123 / 126, 16/48
+        # 1×2048 78 / 84; from 1×4096 on 128 wins (151 / 155, 16/48 140 / 148) and the charge keeps it.
+        charge = params.gated_split_us or 0.0
+    return wide_block_gain_us(long, num_v_heads, head_v_dim, sms, params, parts64) > charge
 
 
 def wide_block_gain_us(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, sms: int,

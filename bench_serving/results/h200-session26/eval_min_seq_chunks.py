@@ -25,28 +25,37 @@ def pick(seqlens, HV, params):
     return bv, cp.rule_p_longest(seqlens, HV, 128, bv, 132, params)
 
 
-def main():
-    rows = [r for f in FILES for r in json.loads(f.read_text())["rows"]]
+def score(files, params):
+    """The plan's pick against each swept row's best, per metric: [(metric, geomean, worst ratio,
+    worst row, rows scored)] for "gpu_ms" and "ms"."""
+    rows = [r for f in files for r in json.loads(f.read_text())["rows"]]
     tabs = {m: cp._sweep_table(rows, m) for m in ("gpu_ms", "ms")}
     meta = {(r["heads"], r["mix"]): r for r in rows}
     keys = sorted({(k[0], k[1]) for k in tabs["ms"]})
+    out = []
+    for metric in ("gpu_ms", "ms"):
+        logs, worst = [], (1.0, "")
+        for h, m in keys:
+            HV = int(h.split("/")[1])
+            bv, p = pick(meta[(h, m)]["seqlens"], HV, params)
+            times = tabs[metric].get((h, m, bv))
+            if not times:
+                continue
+            t = cp._measured_at(times, p)
+            best = min(min(tabs[metric][(h, m, b)].values()) for b in (64, 128) if (h, m, b) in tabs[metric])
+            logs.append(math.log(t / best))
+            worst = max(worst, (t / best, f"{h} {m} bv{bv} P{p}"))
+        out.append((metric, math.exp(sum(logs) / len(logs)), worst[0], worst[1], len(logs)))
+    return out
+
+
+def main():
     for msc in (32, 64, 80, 96, 110, 128):
         params = replace(cp.default_params(), min_seq_chunks=msc)
         line = [f"min_seq_chunks {msc:3d}:"]
-        for metric in ("gpu_ms", "ms"):
-            logs, worst = [], (1.0, "")
-            for h, m in keys:
-                HV = int(h.split("/")[1])
-                bv, p = pick(meta[(h, m)]["seqlens"], HV, params)
-                times = tabs[metric].get((h, m, bv))
-                if not times:
-                    continue
-                t = cp._measured_at(times, p)
-                best = min(min(tabs[metric][(h, m, b)].values()) for b in (64, 128) if (h, m, b) in tabs[metric])
-                logs.append(math.log(t / best))
-                worst = max(worst, (t / best, f"{h} {m} bv{bv} P{p}"))
-            line.append(f"{'GPU' if metric == 'gpu_ms' else 'wall'} geomean {math.exp(sum(logs) / len(logs)):.3f} "
-                        f"worst {worst[0]:.3f} ({worst[1]}) over {len(logs)} rows;")
+        for metric, geo, worst, where, n in score(FILES, params):
+            line.append(f"{'GPU' if metric == 'gpu_ms' else 'wall'} geomean {geo:.3f} "
+                        f"worst {worst:.3f} ({where}) over {n} rows;")
         print(" ".join(line))
 
 
