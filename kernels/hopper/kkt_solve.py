@@ -10,7 +10,7 @@ g = 0, so no padded row or column leaks into a real one. The gate is applied bef
 sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch per element; 0
 elsewhere).
 
-Work split: one CTA (128 threads, ≤ 128 registers, 51 KB shared: 4 CTAs per SM) per (chunk, *key*
+Work split: one CTA (128 threads, ≤ 128 registers, 37-43 KiB shared: 4 CTAs per SM) per (chunk, *key*
 head), or per (chunk, part of a key head's value heads) on small grids (see Grid below). K is
 loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of all G = HV / H
 value heads sharing that key head are loaded together with K and cumsummed at once (one warp per
@@ -60,7 +60,7 @@ import tilelang.language as T
 
 CHUNK = 64
 LOG2E = 1.4426950408889634
-MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is 51 KB per CTA)
+MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is 37-43 KiB per CTA)
 # Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the bf16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
 # the bulk store, → 0.188 with step 1's scattering spread over all warps.
