@@ -1,6 +1,6 @@
 """Where a QLA prefill's GPU time goes, kernel by kernel (torch profiler, 10 calls of the cached
-path, the same inputs as kernel_bench.py), next to FlashQLA's kernels on the same row when it is
-there. Session 40 took it on the long GPU-bound rows that issue 3 (b) and issue 4 miss.
+path, the same inputs as kernel_bench.py), and with ``--backends qla,flashqla`` FlashQLA's kernels on the
+same rows. Session 40 wrote it for the long GPU-bound rows that issue 3 (b) and issue 4 miss.
 
     python kernel_split.py --rows 16/32:1x32768,16/64:1x32768 [--backends qla,flashqla] > split.md
 """
@@ -34,7 +34,7 @@ def split(fn, reps=10):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="16/32:1x32768,16/64:1x32768,16/32:8192x4,16/64:8192x4")
-    ap.add_argument("--backends", default="qla,flashqla")
+    ap.add_argument("--backends", default="qla", help="e.g. qla,flashqla (FlashQLA JITs ~70-90 s per head config)")
     args = ap.parse_args()
     print("| heads | row | backend | kernel | µs per call | share |\n|---|---|---|---|---|---|")
     for spec in args.rows.split(","):
