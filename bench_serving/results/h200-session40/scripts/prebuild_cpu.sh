@@ -45,7 +45,7 @@ if [[ $STEPS == *" ab "* ]]; then
     H5="$ab/kkt_solve_f16m5.py"
   echo "call B labels: $((SECONDS - t0)) s"
 fi
-(cd "$CACHE" && find 0.1.15/linux-x86_64/kernels -mindepth 1 -maxdepth 1 -newer "$stamp" \
-  | tar -cJf "$ROOT/.gpu-p/tlc40.tar.xz" -T -)
+(cd "$CACHE" && find 0.1.15/linux-x86_64/kernels 0.1.15/cuda-binaries -mindepth 1 -maxdepth 1 -newer "$stamp" \
+  | tar -cJf "$ROOT/.gpu-p/tlc40.tar.xz" -T -)       # session 39 carried both folders
 echo "$ROOT/.gpu-p/tlc40.tar.xz: $(tar -tJf "$ROOT/.gpu-p/tlc40.tar.xz" | grep -c '/$') entries, $(du -h "$ROOT/.gpu-p/tlc40.tar.xz" | cut -f1)"
 rm -rf "$work"
