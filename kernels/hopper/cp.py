@@ -116,13 +116,13 @@ class CPParams:
     # (2/8 1×3072 0.051 ms at the rule's P = 3 against 0.087 unsplit; 16/32 0.083 against 0.106);
     # the rule's splits gain GPU time on all 22 rows it splits (×0.34-0.98) and wall time on 17 (the
     # others host-bound, up to ×1.34 at 8/32 1×3072); at 2048 the split gains the GPU only 11-27 µs
-    # and loses 50-100 µs on the wall. Scored as session 26 did (``h200-session39/eval_cp_short.py``: the plan's pick
-    # against each row's best): 48 takes GPU 1.332 → 1.073 and wall 1.121 → 1.063 on this sweep,
-    # session 38's 1.521 → 1.105 / 1.282 → 1.013; sessions 25-26's 1.075 → 1.008 / 1.038 → 1.083
-    # (those had the larger host premium). 32 would gain the GPU a little (1.045) and lose the wall
-    # (1.160). min_chunks 8 would take this sweep's GPU to 1.047 (2/8 1×3072 at P = 6), but its
-    # finer splits of multi-sequence rows lost in issue 3's table (2/8 7000+600+300+200+92: 13
-    # partitions, 0.077 ms against 0.064 at 6) and in session 26's sweep.
+    # and loses 50-100 µs on the wall. Scored as session 26 did (``h200-session39/eval_cp_short.py``:
+    # the plan's pick against each row's best): 48 takes GPU 1.332 → 1.073 and wall 1.121 → 1.063
+    # on this sweep, session 38's 1.521 → 1.105 / 1.282 → 1.013; sessions 25-26's 1.075 → 1.008 /
+    # 1.038 → 1.083 (those had the larger host premium). 32 would gain the GPU a little (1.045) and
+    # lose the wall (1.160). min_chunks 8 would take this sweep's GPU to 1.047 (2/8 1×3072 at P = 6),
+    # but its finer splits of multi-sequence rows lost in issue 3's table (2/8 7000+600+300+200+92:
+    # 13 partitions, 0.077 ms against 0.064 at 6) and in session 26's sweep.
     min_seq_chunks: int = 48
     # A row whose V-block-64 split has at least this many partitions walks at V-block 128 instead,
     # with that width's own split (twice the partitions, half as long). Session 11 (exact starts)
