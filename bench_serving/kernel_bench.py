@@ -120,11 +120,9 @@ def busy_us(intervals) -> float:
     return total + (cur_e - cur_s if cur_e is not None else 0.0)
 
 
-def gpu_ms(fn, reps: int = 10) -> float | None:
-    """GPU-busy milliseconds per call: the union of the device activities (kernels, copies, memsets)
-    torch's profiler records over ``reps`` calls. do_bench's wall time also counts the gaps where the
-    GPU waits for the host, so it changes with the host instance (session 7: FlashQLA's short rows
-    ran 1.5× apart on two hosts while QLA's cached-plan rows agreed). This figure does not."""
+def device_events(fn, reps: int = 10) -> list:
+    """The device activities (kernels, copies, memsets) torch's profiler records over ``reps`` calls
+    of ``fn`` after one untimed call; synchronisations are waits, not work, and are left out."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -134,8 +132,15 @@ def gpu_ms(fn, reps: int = 10) -> float | None:
         for _ in range(reps):
             fn()
         torch.cuda.synchronize()
-    spans = [(e.time_range.start, e.time_range.end) for e in prof.events()
-             if e.device_type == DeviceType.CUDA and "Synchronize" not in e.name]   # waits are not work
+    return [e for e in prof.events() if e.device_type == DeviceType.CUDA and "Synchronize" not in e.name]
+
+
+def gpu_ms(fn, reps: int = 10) -> float | None:
+    """GPU-busy milliseconds per call: the union of the device activities (:func:`device_events`)
+    over ``reps`` calls. do_bench's wall time also counts the gaps where the GPU waits for the host,
+    so it changes with the host instance (session 7: FlashQLA's short rows ran 1.5× apart on two
+    hosts while QLA's cached-plan rows agreed). This figure does not."""
+    spans = [(e.time_range.start, e.time_range.end) for e in device_events(fn, reps)]
     return busy_us(spans) / reps / 1e3 if spans else None
 
 

@@ -10,24 +10,16 @@ import sys
 from collections import defaultdict
 
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../"))
-from kernel_bench import BACKENDS, make_inputs, mix_seqlens  # noqa: E402
+from kernel_bench import BACKENDS, device_events, make_inputs, mix_seqlens  # noqa: E402
 
 
 def split(fn, reps=10):
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
+    """µs per call of each kernel name (its first 60 characters)."""
     per = defaultdict(float)
-    for e in prof.events():
-        if e.device_type == DeviceType.CUDA and "Synchronize" not in e.name:
-            per[e.name[:60]] += (e.time_range.end - e.time_range.start) / reps
+    for e in device_events(fn, reps):
+        per[e.name[:60]] += (e.time_range.end - e.time_range.start) / reps
     return per
 
 
