@@ -11,11 +11,8 @@ t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 ROOT=$PWD
 site=$OUT/site-pool
-stage=$OUT/stage                  # the patch's paths (kernels/, tests/) as in the repository
-mkdir -p $stage && cp -r kernels tests $stage/
-patch -s -p1 -d $stage < bench_serving/results/h200-session40/exp/riders-from-pool.patch || { echo "patch failed"; exit 1; }
-mkdir -p $site && cp -r qla_serve bench_serving $stage/tests $site/ && rm -rf $site/bench_serving/results
-cp -r $stage/kernels $site/qla_serve/kernels && cp -r integrations $site/qla_serve/integrations
+source bench_serving/results/h200-session40/scripts/candidates.sh
+pool_site $site $OUT || exit 1
 (cd / && PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} python3 -c "import qla_serve.kernels.hopper.cp as m; assert m.__file__.startswith('$site'), m.__file__; assert m.DEFAULT_PARAMS.rider_us == 0.03; print('pool copy:', m.__file__)") || exit 1
 echo "setup $((SECONDS - t0)) s"
 run() {  # label round
@@ -31,5 +28,5 @@ run() {  # label round
 }
 for r in 1 2; do run tree $r; run pool $r; done
 python3 bench_serving/results/h200-session40/ab_riders.py $OUT | tee $OUT/ab.md
-rm -rf $stage
+rm -rf $OUT/stage
 finish

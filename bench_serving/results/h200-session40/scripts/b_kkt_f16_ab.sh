@@ -11,12 +11,8 @@
 t0=$SECONDS
 R=bench_serving/results/h200-session40/exp
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
-mkdir -p .work/ab && cp kernels/hopper/kkt_solve.py .work/ab/kkt_solve_f16.py
-(cd .work/ab && sed -n '/^diff --git a\/kernels\/hopper\/kkt_solve.py/,/^diff --git a\/tests/p' ../../$R/kkt-f16.patch \
-  | sed '$d' | patch -s kkt_solve_f16.py) || { echo "patch failed"; exit 1; }
-sed 's/^MIN_BLOCKS = 4 /MIN_BLOCKS = 5 /' .work/ab/kkt_solve_f16.py > .work/ab/kkt_solve_f16m5.py
-sed 's/^MIN_BLOCKS = 4 /MIN_BLOCKS = 5 /' kernels/hopper/kkt_solve.py > .work/ab/kkt_solve_m5.py
-grep -c '^MIN_BLOCKS = 5' .work/ab/kkt_solve_f16m5.py .work/ab/kkt_solve_m5.py; grep -c 'half = "float16"' .work/ab/kkt_solve_f16.py
+source bench_serving/results/h200-session40/scripts/candidates.sh
+kkt_labels .work/ab || exit 1
 echo "setup $((SECONDS - t0)) s"
 AB_BLOCK_V= AB_DEADLINE=${TESTS_S:-200} AB_TEST_K="test_matches_oracle or test_cp_prefill or in_kernel or correlated or kkt_split" \
   bash bench_serving/kernel_ab.sh $OUT/tests H=.work/ab/kkt_solve_f16.py

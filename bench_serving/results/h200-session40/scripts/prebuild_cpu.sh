@@ -19,27 +19,21 @@ mkdir -p "$CACHE" "$ROOT/.gpu-p"
 stamp="$CACHE/.stamp-session40"; touch "$stamp"
 work="$(mktemp -d)"; t0=$SECONDS
 cd "$ROOT"
+source bench_serving/results/h200-session40/scripts/candidates.sh
 if [[ $STEPS == *" tree "* ]]; then
   "$PY" bench_serving/gpu_prebuild.py --processes 2 > "$work/build-tree.log" 2>&1
   echo "tree: $(tail -n 1 "$work/build-tree.log") ($((SECONDS - t0)) s)"
 fi
 if [[ $STEPS == *" pool "* ]]; then
-  site="$work/site-pool" stage="$work/stage"
-  mkdir -p "$stage" && cp -r kernels tests "$stage/"
-  patch -s -p1 -d "$stage" < bench_serving/results/h200-session40/exp/riders-from-pool.patch || exit 1
-  mkdir -p "$site" && cp -r qla_serve bench_serving "$stage/tests" "$site/" && rm -rf "$site/bench_serving/results"
-  cp -r "$stage/kernels" "$site/qla_serve/kernels" && cp -r integrations "$site/qla_serve/integrations"
+  site="$work/site-pool"
+  pool_site "$site" "$work" || exit 1
   (cd "$site" && PYTHONPATH="$site" "$PY" bench_serving/gpu_prebuild.py --processes 2 --no-tests \
     --heads "${POOL_HEADS:-2/8,4/16,16/32,16/64}" > "$work/build-pool.log" 2>&1)
   echo "pool: $(tail -n 1 "$work/build-pool.log") ($((SECONDS - t0)) s)"
 fi
 if [[ $STEPS == *" ab "* ]]; then
-  ab="$work/ab" && mkdir -p "$ab"
-  cp kernels/hopper/kkt_solve.py "$ab/kkt_solve_f16.py"
-  sed -n '/^diff --git a\/kernels\/hopper\/kkt_solve.py/,/^diff --git a\/tests/p' \
-    bench_serving/results/h200-session40/exp/kkt-f16.patch | sed '$d' | patch -s "$ab/kkt_solve_f16.py" || exit 1
-  sed 's/^MIN_BLOCKS = 4 /MIN_BLOCKS = 5 /' "$ab/kkt_solve_f16.py" > "$ab/kkt_solve_f16m5.py"
-  sed 's/^MIN_BLOCKS = 4 /MIN_BLOCKS = 5 /' kernels/hopper/kkt_solve.py > "$ab/kkt_solve_m5.py"
+  ab="$work/ab"
+  kkt_labels "$ab" || exit 1
   PYTHON="$PY" AB_BUILD_ONLY=1 AB_SKIP_TREE=1 AB_PROCESSES=1 AB_HEADS="${AB_HEADS:-16/32,2/8}" \
     bash bench_serving/kernel_ab.sh "$work/abbuild" H="$ab/kkt_solve_f16.py" M5="$ab/kkt_solve_m5.py" \
     H5="$ab/kkt_solve_f16m5.py"
