@@ -10,7 +10,7 @@ g = 0, so no padded row or column leaks into a real one. The gate is applied bef
 sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch per element; 0
 elsewhere).
 
-Work split: one CTA (128 threads, ≤ 128 registers, 37-43 KiB shared: 4 CTAs per SM) per (chunk, *key*
+Work split: one CTA (128 threads, ≤ 128 registers, ~36 KiB shared: 4 CTAs per SM) per (chunk, *key*
 head), or per (chunk, part of a key head's value heads) on small grids (see Grid below). K is
 loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of all G = HV / H
 value heads sharing that key head are loaded together with K and cumsummed at once (one warp per
@@ -20,7 +20,7 @@ sequence's partial last chunk: its real rows, as 16-byte rows). About 12 barrier
 (TileLang's sync planner adds one after every mma stage).
 
 The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to the input dtype on output; its blocks
-enter the merge products as bf16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
+enter the merge products as fp16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
 
 1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
    16×16 blocks and forward-substitute it in registers (x_r = δ_rc − Σ_{m<r} L_rm x_m, fully
@@ -33,15 +33,21 @@ enter the merge products as bf16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks
 3. 32→64 merge: with X_A = [[X_00, 0], [X_10, X_11]], X_B = [[X_22, 0], [X_32, X_33]] and
    L_C = L[32:64, 0:32]:   X[32:64, 0:32] = −X_B (L_C X_A).
    ([[A, 0], [C, B]]⁻¹ = [[A⁻¹, 0], [−B⁻¹ C A⁻¹, B⁻¹]].)
-The merge products (four 32×32×32 GEMMs per value head, tensor-core mma) split only their
-non-X operand ("X-hi"): L and the intermediate products P are stored as hi = bf16(x),
-lo = bf16(x − hi), the inverse blocks X only as hi, and a product is A_hi B_hi + A_lo B_hi (L·X) or
-A_hi B_hi + A_hi B_lo (X·P) with fp32 accumulation: two tensor-core passes instead of three
-(split X too, "bf16x3") and four fewer 32×32 operand tiles through shared memory. X's rounding is
-the output's (Aβ leaves in bf16), so Aβ's error barely moves (CPU emulation, relative L2 1.54e-3
-against 1.50e-3 with bf16x3: results/h200-session35/exp/kkt_scheme_xhi.py), and on the H200 the
-whole prefill was ×0.95–0.97 (results/h200-session36/) with every GPU test passing, the
-correlated-key cases included. tests/test_kkt_scheme.py emulates exactly this scheme on the CPU.
+The merge products (four 32×32×32 GEMMs per value head, tensor-core mma) take fp16 operands, one
+pass each, fp32 accumulation (FlashInfer's CollectiveInverse works in fp16 too). With unit-norm
+keys every |L| ≤ β ≤ 1 and the inverse's entries stay O(1) (max |X| = 1 on every emulated case, the
+equal-key one included), far inside fp16's range, and fp16's 11-bit significand is finer than the
+split-bf16 "X-hi" scheme it replaced (sessions 36-39: L and P as bf16 hi + lo, X as its bf16 head, two
+passes), whose X rounding was bf16's: CPU emulation (results/h200-session40/exp/kkt_scheme_f16.py)
+puts the inverse's worst error at 6.6e-4 against X-hi's 1.9e-3, and Aβ, rounded to bf16 on output,
+at or under X-hi's on every case (worst relative L2 1.68e-3 against 1.75e-3). Half the mma passes,
+no lo tiles: 4 fewer 32×32 tiles stored and read per value head. On the H200 (session 41,
+results/h200-session41/) kkt_solve went from 159 to 136 µs at 16/32 × 32768 tokens (266 → 224 at
+16/64), whole prefills ×0.94–0.98, and every GPU test passed with errors equal to X-hi's or lower
+(the correlated-key cases). Keys far outside the model's
+domain (norm 2.5-3.5, where β·|k|² > 2 makes the recurrence itself diverge and max |X| reaches
+1e13-1e38) give inf here where bf16's range still held finite values. tests/test_kkt_scheme.py
+emulates exactly this scheme on the CPU.
 
 Grid: (num_chunks, H · S), 128 threads, where S CTAs share a key head's G value heads when the
 host plan splits them (``heads_per_cta`` = G / S, ``kkt_heads_per_cta`` in ``__init__``): a grid of
@@ -60,7 +66,7 @@ import tilelang.language as T
 
 CHUNK = 64
 LOG2E = 1.4426950408889634
-MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is 37-43 KiB per CTA)
+MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~36 KiB per CTA)
 # Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the bf16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
 # the bulk store, → 0.188 with step 1's scattering spread over all warps.
@@ -85,27 +91,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
     NC = T.dynamic("num_chunks")
     sk, sg, sb = (int(x) for x in strides)
     accum = "float32"
-    half = "bfloat16"           # split-precision operands of the merge products
-
-    @T.macro
-    def gemm_split_a(ah, al, bh, acc):
-        # (ah + al) bh: L · X, L split, X (an inverse block) as its bf16 head
-        T.gemm(ah, bh, acc, clear_accum=True)
-        T.gemm(al, bh, acc)
-
-    @T.macro
-    def gemm_split_b(ah, bh, bl, acc):
-        # ah (bh + bl): X · P, the product P split, X as its bf16 head
-        T.gemm(ah, bh, acc, clear_accum=True)
-        T.gemm(ah, bl, acc)
-
-    @T.macro
-    def split_store(acc, hi, lo):
-        # acc → its bf16 head hi and the bf16 rounding remainder lo
-        for i, j in T.Parallel(Hf, Hf):
-            ph = T.cast(acc[i, j], half)
-            hi[i, j] = ph
-            lo[i, j] = T.cast(acc[i, j] - T.cast(ph, accum), half)
+    half = "float16"            # the merge products' operands (one pass, fp32 accumulation)
 
     @T.prim_func
     def qla_kkt_solve(
@@ -128,18 +114,14 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             ld_s = T.alloc_shared((4, B * B + 16), accum)
             xd_s = T.alloc_shared((4, B * B + 16), accum)
             o_s = T.alloc_shared((C, C), in_dtype)           # output staging (X · diag(β))
-            # Merge operands: L and the products P split bf16 (hi, lo), the X blocks hi only:
+            # Merge operands, fp16:
             a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
-            a1l = T.alloc_shared((Hf, Hf), half)
             b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
             p1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10 X_00, L_32 X_22)
-            p1l = T.alloc_shared((Hf, Hf), half)
             a2h = T.alloc_shared((Hf, Hf), half)             # diag(X_11, X_33)
             a3h = T.alloc_shared((Hf, Hf), half)             # L_C = L[32:64, 0:32]
-            a3l = T.alloc_shared((Hf, Hf), half)
             b3h = T.alloc_shared((Hf, Hf), half)             # X_A = [[X_00, 0], [X_10, X_11]]
             p2h = T.alloc_shared((Hf, Hf), half)             # L_C X_A
-            p2l = T.alloc_shared((Hf, Hf), half)
             a4h = T.alloc_shared((Hf, Hf), half)             # X_B = [[X_22, 0], [X_32, X_33]]
             kk = T.alloc_fragment((C, C), accum)
             lf = T.alloc_fragment((C, C), accum)
@@ -160,7 +142,6 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             T.copy(k[left:left + C, bhk, 0:K], k_s)
             # Blocks that stay zero for every value head.
             T.clear(a1h)
-            T.clear(a1l)
             T.clear(b1h)
             T.clear(a2h)
             T.clear(b3h)
@@ -207,18 +188,14 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                                               kk[i, j] * b_row[i] * T.exp2(g_row[i] - g_col[j]), 0.0)
                 for i, j in T.Parallel(C, C):
                     lh = T.cast(lf[i, j], half)
-                    ll = T.cast(lf[i, j] - T.cast(lh, accum), half)
                     if i // B == j // B:
                         ld_s[i // B, (i % B) * B + j % B] = lf[i, j]
                     if (i // B == 1) & (j // B == 0):
                         a1h[i - B, j] = lh
-                        a1l[i - B, j] = ll
                     if (i // B == 3) & (j // B == 2):
                         a1h[i - 2 * B, j - B] = lh
-                        a1l[i - 2 * B, j - B] = ll
                     if (i >= Hf) & (j < Hf):
                         a3h[i - Hf, j] = lh
-                        a3l[i - Hf, j] = ll
 
                 # 1. Diagonal blocks: one thread per column of a 16x16 block forward-substitutes
                 #    it in registers and stores it in fp32; then all 128 threads round and scatter
@@ -247,9 +224,10 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                         a4h[(bb - 2) * B + r, (bb - 2) * B + c] = xh
 
                 # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
-                gemm_split_a(a1h, a1l, b1h, acc)
-                split_store(acc, p1h, p1l)
-                gemm_split_b(a2h, p1h, p1l, acc)
+                T.gemm(a1h, b1h, acc, clear_accum=True)
+                for i, j in T.Parallel(Hf, Hf):
+                    p1h[i, j] = T.cast(acc[i, j], half)
+                T.gemm(a2h, p1h, acc, clear_accum=True)
                 for i, j in T.Parallel(Hf, Hf):
                     if i // B == j // B:
                         xv = -acc[i, j]
@@ -262,9 +240,10 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                             a4h[i, j - B] = xh
 
                 # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
-                gemm_split_a(a3h, a3l, b3h, acc)
-                split_store(acc, p2h, p2l)
-                gemm_split_b(a4h, p2h, p2l, acc)
+                T.gemm(a3h, b3h, acc, clear_accum=True)
+                for i, j in T.Parallel(Hf, Hf):
+                    p2h[i, j] = T.cast(acc[i, j], half)
+                T.gemm(a4h, p2h, acc, clear_accum=True)
                 for i, j in T.Parallel(Hf, Hf):
                     o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], in_dtype)
 
