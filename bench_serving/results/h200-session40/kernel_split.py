@@ -45,7 +45,9 @@ def main():
             print(f"| {heads} | {mix} | {b} | **sum** | **{tot:.1f}** | |", flush=True)
             plan = getattr(kernel, "plan", None)
             if plan is not None:
-                print(f"<!-- {b} {heads} {mix} plan {plan.kernel_data} -->")
+                # CP tables hold device tensors: their partition counts say enough
+                data = {k: getattr(v, "parts", v) for k, v in plan.kernel_data.items()}
+                print(f"<!-- {b} {heads} {mix} plan {data} -->")
             torch.cuda.empty_cache()
 
 
