@@ -5,8 +5,9 @@ Also the largest |X| (fp16 tops out at 65504).
 
     python bench_serving/results/h200-session40/exp/kkt_scheme_f16.py
 
-Written against tests/test_kkt_scheme.py as it was on main before the fp16 candidate (kernel_scheme(lf)
-is X-hi there, split=False plain bf16); exp/kkt-f16.patch changes that file.
+Uses tests/test_kkt_scheme.py's emulation of the three schemes (``kernel_scheme(lf, scheme)``; written
+in session 40 against the file before fp16 landed, which had only X-hi and plain bf16 and needed
+fp16 patched in).
 """
 import pathlib
 import sys
@@ -15,19 +16,6 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "tests"))
 import test_kkt_scheme as s  # noqa: E402
-
-
-def mm_f16(a, b, split=""):
-    return a.to(torch.float16).float() @ b.to(torch.float16).float()
-
-
-def run(mm, lf):
-    saved = s._mm
-    s._mm = mm
-    try:
-        return s.kernel_scheme(lf)
-    finally:
-        s._mm = saved
 
 
 def errors(x, ref, beta_m):
@@ -48,7 +36,7 @@ def main():
         k, g, beta = s._inputs(*case[:3])
         lf, beta_m = s.gated_l(k, g, beta, case[3])
         ref = s.reference(lf)
-        res = {"xhi": s.kernel_scheme(lf), "bf16": s.kernel_scheme(lf, split=False), "f16": run(mm_f16, lf)}
+        res = {name: s.kernel_scheme(lf, name) for name in ("xhi", "bf16", "f16")}
         cells = []
         for name, x in res.items():
             e = errors(x, ref, beta_m)
@@ -63,7 +51,7 @@ def main():
     lf, _ = s.gated_l(k, torch.zeros(64), torch.ones(64), 64)
     ref = s.reference(lf)
     print(f"- equal keys, β = 1, g = 0: max |X| {ref.abs().max().item():.3g}, fp16 inverse error "
-          f"{(run(mm_f16, lf).double() - ref).abs().max().item() / ref.abs().max().item():.2e}")
+          f"{(s.kernel_scheme(lf).double() - ref).abs().max().item() / ref.abs().max().item():.2e}")
     gen = torch.Generator().manual_seed(5)
     big = 0.0
     for t in range(200):
