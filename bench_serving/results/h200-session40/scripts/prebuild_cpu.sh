@@ -1,7 +1,7 @@
 # Session 40's plan: the kernel cache for the next lease's calls A and B, built on the CPU machine
 # (2 cores; a new checkout starts with no cache). Writes .gpu-p/tlc40.tar.xz: carry it in the call
 # that uses it (results/h200-session26/scripts/common.sh unpacks every .gpu-p/tlc*.tar.xz).
-#   bash bench_serving/results/h200-session40/scripts/prebuild_cpu.sh [CACHE_DIR]
+#   bash bench_serving/results/h200-session40/scripts/prebuild_cpu.sh [CACHE_DIR]   (empty or new; default /work/tlc)
 # Steps (STEPS, default "tree pool ab"):
 #   tree  the checkout: the GPU tests' variants and issue 3's six head configs (call A's tree side,
 #         the whole GPU test file, the table);
@@ -15,6 +15,12 @@ CACHE="${1:-/work/tlc}"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 STEPS=" ${STEPS:-tree pool ab} "
 export TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100 TILELANG_CACHE_DIR="$CACHE"
+# Only entries written by this run are packed (newer than the stamp): a kernel already in CACHE is
+# a cache hit, not rewritten, and would be missing from the tarball without a word.
+if [ -n "$(ls -A "$CACHE/0.1.15/linux-x86_64/kernels" 2>/dev/null)" ]; then
+  echo "prebuild_cpu.sh: $CACHE already holds kernels, which would not be packed; give an empty CACHE_DIR" >&2
+  exit 1
+fi
 mkdir -p "$CACHE" "$ROOT/.gpu-p"
 stamp="$CACHE/.stamp-session40"; touch "$stamp"
 work="$(mktemp -d)"; t0=$SECONDS
