@@ -97,6 +97,7 @@ import os
 
 import tilelang
 import tilelang.language as T
+from tilelang.layout import make_full_bank_swizzled_layout
 
 CHUNK = 64
 # Every cross-warpgroup hazard is ordered by the mbarriers below and every hazard inside a
@@ -218,7 +219,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, tile_s)
 
     @T.macro
-    def consumer(w, X, Xb, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
+    def consumer(w, X, Xb, vt, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
                  itm, transition, x_s, itm_s, xs_ready, xs_free):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
@@ -270,19 +271,23 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 if use_qk_l2norm:
                     T.barrier_wait(w_ready[b], (u // 2) % 2)    # q, k of this chunk normalised by WG_P
                 T.copy(X, Xb)                                   # the state as the bf16 A operand
-                # (K S)ᵀ = X Kᵀ (RS), then −((K S)ᵀ ⊙ e^{γ_j}) in bf16: the A operand of its product
-                # with Aβᵀ. uT holds it first and U₀ᵀ after, so no further fp32 tile is live here (with
-                # oT as the scratch, V-block 128 spilled 272 bytes).
+                if not transition:
+                    # this consumer's Vᵀ, read from shared before X Kᵀ so that the loads' latency
+                    # hides under that product
+                    for i, j in T.Parallel(R, C):
+                        vt[i, j] = v_s[b, w, j, i]
+                # (K S)ᵀ = X Kᵀ (RS), then Wᵀ = Vᵀ − (K S)ᵀ ⊙ e^{γ_j} rounded once to bf16: the A
+                # operand of Uᵀ = Wᵀ Aβᵀ (RS). One product with Aβ, not Vᵀ Aβᵀ (SS) plus a second one
+                # for the K S term: W never leaves registers (FlashInfer's and FlashQLA's form; FLA
+                # rounds its v_new to bf16 the same way).
                 T.gemm(Xb, k_s[b, :, :], uT, transpose_B=True, clear_accum=True)
-                for i, j in T.Parallel(R, C):
-                    ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
-                # U₀ᵀ = Vᵀ Aβᵀ (SS)
                 if transition:
-                    T.clear(uT)
+                    for i, j in T.Parallel(R, C):
+                        ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
                 else:
-                    T.gemm(v_s[b, w, :, :], a_s[b, :, :], uT, transpose_A=True, transpose_B=True, clear_accum=True)
-                # Uᵀ = U₀ᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ (RS): W = V − diag(e^γ) K S never leaves registers
-                T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=False)
+                    for i, j in T.Parallel(R, C):
+                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], in_dtype)
+                T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
                 # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither Uᵀ Pᵀ nor the state.
                 nvalid = T.min(eos - bos - c * C, C)
@@ -341,6 +346,10 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         o_s = T.alloc_shared((C, BV), in_dtype)
         x_s = T.alloc_shared((BV, K) if vk else (K, BV), src.dtype) if prefetch_state else None
         itm_s = T.alloc_shared((9,), "int32") if prefetch_state else None
+        # V is no longer a wgmma operand, so nothing would swizzle it: the consumers' transposed
+        # reads (4 tokens × 8 V columns a warp load) would hit one bank four times. A 128-byte
+        # swizzle (one V row of 64 bf16 is one 128-byte line; TMA writes it swizzled) spreads them.
+        T.annotate_layout({v_s: make_full_bank_swizzled_layout(v_s)})
 
         ready = T.alloc_barrier(arrive_count=[96, 96])
         free = T.alloc_barrier(arrive_count=[n_free, n_free])
@@ -354,6 +363,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
 
         X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
         Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
+        vt0 = T.alloc_fragment((R, C), in_dtype)          # Vᵀ of its 64 V columns
         uT0 = T.alloc_fragment((R, C), accum)
         ub0 = T.alloc_fragment((R, C), in_dtype)          # Uᵀ (bf16) for the output
         un0 = T.alloc_fragment((R, C), in_dtype)          # e^{γ_C−γ} ⊙ Uᵀ (bf16) for the state
@@ -361,6 +371,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         decay0 = T.alloc_local((1,), accum)
         X1 = T.alloc_fragment((R, K), accum)              # consumer 1 (V-block 128)
         Xb1 = T.alloc_fragment((R, K), in_dtype)
+        vt1 = T.alloc_fragment((R, C), in_dtype)
         uT1 = T.alloc_fragment((R, C), accum)
         ub1 = T.alloc_fragment((R, C), in_dtype)
         un1 = T.alloc_fragment((R, C), in_dtype)
@@ -377,16 +388,16 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         tx = T.get_thread_binding()
         if tx < P0:
             if NW == 1:
-                consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                consumer(0, X0, Xb0, vt0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                          p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
                          item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
             else:
                 if tx < 128:
-                    consumer(0, X0, Xb0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                    consumer(0, X0, Xb0, vt0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
                              n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
                 else:
-                    consumer(1, X1, Xb1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                    consumer(1, X1, Xb1, vt1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
                              n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
         elif tx < IO0:
