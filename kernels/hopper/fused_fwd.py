@@ -219,7 +219,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, tile_s)
 
     @T.macro
-    def consumer(w, X, Xb, vt, uT, ub, un, oT, decay, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
+    def consumer(w, X, Xb, vt, xkq, uT, ub, un, oT, decay, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
                  itm, transition, x_s, itm_s, xs_ready, xs_free):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
@@ -279,14 +279,24 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 # (K S)ᵀ = X Kᵀ (RS), then Wᵀ = Vᵀ − (K S)ᵀ ⊙ e^{γ_j} rounded once to bf16: the A
                 # operand of Uᵀ = Wᵀ Aβᵀ (RS). One product with Aβ, not Vᵀ Aβᵀ (SS) plus a second one
                 # for the K S term: W never leaves registers (FlashInfer's and FlashQLA's form; FLA
-                # rounds its v_new to bf16 the same way).
-                T.gemm(Xb, k_s[b, :, :], uT, transpose_B=True, clear_accum=True)
-                if transition:
+                # rounds its v_new to bf16 the same way). With output, X Qᵀ comes from the same
+                # product: X [Kᵀ | Qᵀ] (N = 128: K and Q are one shared tile), one wgmma batch and
+                # one wait where there were two, and the old state's bf16 copy is dead after it.
+                if with_output:
+                    T.gemm(Xb, kq_s[b, :, :], xkq, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(R, C):
-                        ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
+                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - xkq[i, j] * eg_s[b, j], in_dtype)
+                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j}, completed by Uᵀ Pᵀ below
+                    for i, j in T.Parallel(R, C):
+                        oT[i, j] = xkq[i, C + j] * (scale * eg_s[b, j])
                 else:
-                    for i, j in T.Parallel(R, C):
-                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], in_dtype)
+                    T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
+                    if transition:
+                        for i, j in T.Parallel(R, C):
+                            ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
+                    else:
+                        for i, j in T.Parallel(R, C):
+                            ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], in_dtype)
                 T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
                 # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither Uᵀ Pᵀ nor the state.
@@ -304,12 +314,8 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 for i, j in T.Parallel(R, K):
                     X[i, j] = X[i, j] * decay[0]
                 # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
-                T.gemm(un, k_s[b, :, :], X, clear_accum=False)
+                T.gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)
                 if with_output:
-                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)
-                    T.gemm(Xb, q_s[b, :, :], oT, transpose_B=True, clear_accum=True)
-                    for i, j in T.Parallel(R, C):
-                        oT[i, j] = oT[i, j] * (scale * eg_s[b, j])
                     T.barrier_wait(p_ready[b], (u // 2) % 2)    # P of this chunk (WG_P)
                     T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
                 T.barrier_arrive(w_free[b])
@@ -335,8 +341,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         start state (x_s, TMA, in the pool's dtype and layout) in shared as soon as the consumers
         have taken the previous item's, so at an item boundary the consumers wait neither for the
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
-        q_s = T.alloc_shared((2, C, K), in_dtype)
-        k_s = T.alloc_shared((2, C, K), in_dtype)
+        kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
         a_s = T.alloc_shared((2, C, C), in_dtype)
         g_s = T.alloc_shared((2, C), accum)
@@ -364,6 +369,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
         Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
         vt0 = T.alloc_fragment((R, C), in_dtype)          # Vᵀ of its 64 V columns
+        xkq0 = T.alloc_fragment((R, 2 * C), accum)        # X [Kᵀ | Qᵀ]
         uT0 = T.alloc_fragment((R, C), accum)
         ub0 = T.alloc_fragment((R, C), in_dtype)          # Uᵀ (bf16) for the output
         un0 = T.alloc_fragment((R, C), in_dtype)          # e^{γ_C−γ} ⊙ Uᵀ (bf16) for the state
@@ -372,6 +378,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         X1 = T.alloc_fragment((R, K), accum)              # consumer 1 (V-block 128)
         Xb1 = T.alloc_fragment((R, K), in_dtype)
         vt1 = T.alloc_fragment((R, C), in_dtype)
+        xkq1 = T.alloc_fragment((R, 2 * C), accum)
         uT1 = T.alloc_fragment((R, C), accum)
         ub1 = T.alloc_fragment((R, C), in_dtype)
         un1 = T.alloc_fragment((R, C), in_dtype)
@@ -388,16 +395,16 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         tx = T.get_thread_binding()
         if tx < P0:
             if NW == 1:
-                consumer(0, X0, Xb0, vt0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                consumer(0, X0, Xb0, vt0, xkq0, uT0, ub0, un0, oT0, decay0, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                          p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
                          item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
             else:
                 if tx < 128:
-                    consumer(0, X0, Xb0, vt0, uT0, ub0, un0, oT0, decay0, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                    consumer(0, X0, Xb0, vt0, xkq0, uT0, ub0, un0, oT0, decay0, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
                              n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
                 else:
-                    consumer(1, X1, Xb1, vt1, uT1, ub1, un1, oT1, decay1, cnt, q_s, k_s, v_s, a_s, g_s, eg_s, egl_s,
+                    consumer(1, X1, Xb1, vt1, xkq1, uT1, ub1, un1, oT1, decay1, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
                              n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
         elif tx < IO0:
@@ -412,11 +419,11 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     b = u % 2
                     T.barrier_wait(ready[b], (u // 2) % 2)
                     if use_qk_l2norm:
-                        l2norm_rows(q_s[b, :, :], xf, rn)
-                        l2norm_rows(k_s[b, :, :], xf, rn)
+                        l2norm_rows(kq_s[b, C:2 * C, :], xf, rn)
+                        l2norm_rows(kq_s[b, 0:C, :], xf, rn)
                         T.fence_proxy_async()
                         T.sync_threads(BAR_P, 128)
-                        T.barrier_arrive(w_ready[b])            # the consumers' X Kᵀ may read k_s now
+                        T.barrier_arrive(w_ready[b])            # the consumers' X Kᵀ may read K now
                     if with_output:
                         T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
                         # P = scale · (Q Kᵀ ⊙ D_incl). The mask runs on registers and stores once, in
@@ -425,7 +432,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         # exp cost three control instructions; now the exp runs for every element
                         # (argument 0 above the diagonal) and the mask is a select. Same values, bit for
                         # bit; WG_P's chunk loop 902 → 681 SASS instructions (16/32, V-block 64).
-                        T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)
+                        T.gemm(kq_s[b, C:2 * C, :], kq_s[b, 0:C, :], p, transpose_B=True, clear_accum=True)
                         for i in T.Parallel(C):
                             g_row[i] = g_s[b, i] * LOG2E
                         for j in T.Parallel(C):
@@ -466,13 +473,18 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         # sequence's (finite) data or TMA's zero fill; the consumers zero those
                         # columns of Uᵀ.
                         if tma_qk:
-                            T.tma_copy(q[left:left + C, hk, 0:K], q_s[b, :, :], barrier=ready[b])
-                            T.tma_copy(k[left:left + C, hk, 0:K], k_s[b, :, :], barrier=ready[b])
+                            # in 64-column halves: kq_s is stored as two 128-byte-swizzled panels of
+                            # 64 columns, and a box of half its rows across both is not one TMA box
+                            for hh in T.unroll(K // 64):
+                                T.tma_copy(q[left:left + C, hk, hh * 64:hh * 64 + 64],
+                                           kq_s[b, C:2 * C, hh * 64:hh * 64 + 64], barrier=ready[b])
+                                T.tma_copy(k[left:left + C, hk, hh * 64:hh * 64 + 64],
+                                           kq_s[b, 0:C, hh * 64:hh * 64 + 64], barrier=ready[b])
                         else:
                             for i, j in T.Parallel(C, K):
-                                q_s[b, i, j] = q[T.min(left + i, NT - 1), hk, j]
+                                kq_s[b, C + i, j] = q[T.min(left + i, NT - 1), hk, j]
                             for i, j in T.Parallel(C, K):
-                                k_s[b, i, j] = k[T.min(left + i, NT - 1), hk, j]
+                                kq_s[b, i, j] = k[T.min(left + i, NT - 1), hk, j]
                             T.fence_proxy_async()
                         T.barrier_arrive(ready[b])
                     cnt[0] = cnt[0] + nloop
