@@ -890,7 +890,7 @@ def gdn_prefill_hopper(
     cu = plan.cu_seqlens
     if T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
-        a = torch.empty(T_, HV, CHUNK, dtype=q.dtype, device=dev)
+        a = torch.empty(T_, HV, CHUNK, dtype=torch.float16, device=dev)     # Aβ: fp16 (kkt_solve.py)
         if plan.num_chunks > 0:
             kkt(k, g, beta, plan.chunk_bounds, gcum, a)
     else:
@@ -899,7 +899,7 @@ def gdn_prefill_hopper(
         v = torch.zeros(1, HV, Vd, dtype=v.dtype, device=dev)
         out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
         gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
-        a = torch.zeros(1, HV, CHUNK, dtype=q.dtype, device=dev)
+        a = torch.zeros(1, HV, CHUNK, dtype=torch.float16, device=dev)
     # ---- intra-card context parallelism (issue 4): kernels/hopper/cp.py ----------------------------
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:

@@ -106,6 +106,13 @@ CHUNK = 64
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,
                 tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
 LOG2E = 1.4426950408889634
+# The two products whose operands are both computed here, Wᵀ Aβᵀ and Uᵀ Pᵀ, take fp16 operands (Aβ
+# from kkt_solve and P from WG_P in fp16 too): with unit-norm keys |Aβ| ≤ 1 and |P| ≤ scale, and W, U
+# are of the values' size, so fp16's 11-bit significand rounds them 8× finer than bf16 inside its
+# range (|W| < 65504: values far beyond any model's). The products with K and Q (model inputs) stay in
+# the input dtype. CPU emulation (results/h200-session42/exp/w_rounding.py): o and state errors
+# ×0.75-0.83 of the bf16 two-product form before session 42, where W rounded in bf16 was ×1.06-1.18.
+HALF = "float16"
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
@@ -285,7 +292,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 if with_output:
                     T.gemm(Xb, kq_s[b, :, :], xkq, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(R, C):
-                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - xkq[i, j] * eg_s[b, j], in_dtype)
+                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - xkq[i, j] * eg_s[b, j], HALF)
                     # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j}, completed by Uᵀ Pᵀ below
                     for i, j in T.Parallel(R, C):
                         oT[i, j] = xkq[i, C + j] * (scale * eg_s[b, j])
@@ -293,10 +300,10 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
                     if transition:
                         for i, j in T.Parallel(R, C):
-                            ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], in_dtype)
+                            ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], HALF)
                     else:
                         for i, j in T.Parallel(R, C):
-                            ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], in_dtype)
+                            ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
                 T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
                 # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither Uᵀ Pᵀ nor the state.
@@ -304,7 +311,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 for i, j in T.Parallel(R, C):
                     uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
                 if with_output:
-                    T.copy(uT, ub)                              # Uᵀ (bf16) for Uᵀ Pᵀ
+                    T.copy(uT, ub)                              # Uᵀ (fp16) for Uᵀ Pᵀ
                 for i, j in T.Parallel(R, C):
                     uT[i, j] = uT[i, j] * egl_s[b, j]
                 T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
@@ -343,11 +350,11 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
-        a_s = T.alloc_shared((2, C, C), in_dtype)
+        a_s = T.alloc_shared((2, C, C), HALF)
         g_s = T.alloc_shared((2, C), accum)
         eg_s = T.alloc_shared((2, C), accum)          # e^{γ_j}
         egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}
-        p_s = T.alloc_shared((2, C, C), in_dtype)     # P = scale · (Q Kᵀ ⊙ D_incl)
+        p_s = T.alloc_shared((2, C, C), HALF)         # P = scale · (Q Kᵀ ⊙ D_incl)
         o_s = T.alloc_shared((C, BV), in_dtype)
         x_s = T.alloc_shared((BV, K) if vk else (K, BV), src.dtype) if prefetch_state else None
         itm_s = T.alloc_shared((9,), "int32") if prefetch_state else None
@@ -371,7 +378,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         vt0 = T.alloc_fragment((R, C), in_dtype)          # Vᵀ of its 64 V columns
         xkq0 = T.alloc_fragment((R, 2 * C), accum)        # X [Kᵀ | Qᵀ]
         uT0 = T.alloc_fragment((R, C), accum)
-        ub0 = T.alloc_fragment((R, C), in_dtype)          # Uᵀ (bf16) for the output
+        ub0 = T.alloc_fragment((R, C), HALF)              # Wᵀ, then Uᵀ (fp16 operands: see HALF)
         un0 = T.alloc_fragment((R, C), in_dtype)          # e^{γ_C−γ} ⊙ Uᵀ (bf16) for the state
         oT0 = T.alloc_fragment((R, C), accum)
         decay0 = T.alloc_local((1,), accum)
@@ -380,7 +387,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         vt1 = T.alloc_fragment((R, C), in_dtype)
         xkq1 = T.alloc_fragment((R, 2 * C), accum)
         uT1 = T.alloc_fragment((R, C), accum)
-        ub1 = T.alloc_fragment((R, C), in_dtype)
+        ub1 = T.alloc_fragment((R, C), HALF)
         un1 = T.alloc_fragment((R, C), in_dtype)
         oT1 = T.alloc_fragment((R, C), accum)
         decay1 = T.alloc_local((1,), accum)
@@ -445,7 +452,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         for i, j in T.Parallel(C, C):
                             p[i, j] = T.if_then_else(j <= i, p[i, j], 0.0)
                         for i, j in T.Parallel(C, C):
-                            p_s[b, i, j] = T.cast(p[i, j], in_dtype)
+                            p_s[b, i, j] = T.cast(p[i, j], HALF)
                         T.fence_proxy_async()
                         T.barrier_arrive(p_ready[b])
                     T.barrier_arrive(free[b])
@@ -627,7 +634,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: T.Tensor((NT, HV, C), in_dtype),
+            a: T.Tensor((NT, HV, C), HALF),
             cu_seqlens: T.Tensor((NS + 1,), "int32"),
             state_indices: T.Tensor((NS,), "int32"),
             has_initial_state: T.Tensor((NS,), "uint8"),
@@ -656,7 +663,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: T.Tensor((NT, HV, C), in_dtype),
+            a: T.Tensor((NT, HV, C), HALF),
             cu_seqlens: T.Tensor((NS + 1,), "int32"),
             state_indices: T.Tensor((NS,), "int32"),
             has_initial_state: T.Tensor((NS,), "uint8"),
@@ -684,7 +691,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: T.Tensor((NT, HV, C), in_dtype),
+            a: T.Tensor((NT, HV, C), HALF),
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
             tail: T.Tensor((NSP, HV), "int32"),
@@ -714,7 +721,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: T.Tensor((NT, HV, C), in_dtype),
+            a: T.Tensor((NT, HV, C), HALF),
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
         ):
@@ -739,7 +746,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
         v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
         gcum: T.Tensor((NT, HV), accum),
-        a: T.Tensor((NT, HV, C), in_dtype),
+        a: T.Tensor((NT, HV, C), HALF),
         cu_seqlens_v: T.Tensor((NSV + 1,), "int32"),
         seq_of_v: T.Tensor((NSV,), "int32"),
         prev_row_v: T.Tensor((NSV,), "int32"),
