@@ -176,3 +176,12 @@ def test_a_kernel_built_after_the_preload_is_logged_once_with_its_time(monkeypat
     assert built == [1, 2] and len(msgs) == 1 and "kernel probe-after built or loaded" in msgs[0]
     for key in (("probe-before", 1), ("probe-after", 1)):
         hopper._kernels.pop(key)
+
+
+def test_abeta_dtype_agrees_between_kkt_solve_and_the_walk():
+    """Aβ crosses from kkt_solve to the walk through HBM: the producer's dtype, the walk's operand
+    dtype for Wᵀ Aβᵀ and the host's allocation must be one."""
+    import torch
+    from qla_serve.kernels.hopper import fused_fwd, kkt_solve
+    assert kkt_solve.A_DTYPE == fused_fwd.HALF == "float16"
+    assert hopper._abeta_dtype(torch.bfloat16) == torch.float16

@@ -6,7 +6,7 @@ per-column forward substitution in fp32, then the 16→32 and 32→64 merges
     X_10 = −X_11 (L_10 X_00),  X_32 = −X_33 (L_32 X_22),  X[32:, :32] = −X_B (L_C X_A)
 as 32×32×32 products with fp16 operands, one pass, fp32 accumulation (session 40; sessions 36-39 split
 L and P into bf16 hi + lo: "X-hi", kept below as the scheme fp16 must beat). Output X · diag(β)
-rounded to bf16. No GPU needed; runs in well under a second.
+rounded to fp16 (bf16 until session 42). No GPU needed; runs in well under a second.
 """
 import pytest
 import torch
@@ -103,10 +103,11 @@ CASES = [(s, gm, corr, nv) for s, (gm, corr, nv) in enumerate([
     (-5.0, True, 37), (0.0, True, 64), (-60.0, True, 1), (-0.3, True, 63)])]
 
 
-# fp16 merges: the inverse within 6.6e-4 of max |X| on these cases (X-hi's bf16 rounding of X reached
-# 1.9e-3, which this bound rejects: next tests), and what leaves the kernel, Aβ in bf16, within its
-# own rounding (worst 2.0e-3). Plain bf16 merges reach 4.3e-3 on Aβ.
-INVERSE_TOL, OUTPUT_TOL = 1.2e-3, 2.5e-3
+# fp16 merges: the inverse within 6.2e-4 of max |X| on these cases (X-hi's bf16 rounding of X reached
+# 1.6e-3, which this bound rejects: next tests), and what leaves the kernel, Aβ in fp16 since session
+# 42, within 4.7e-4 (in bf16 it was 2.0e-3, its own rounding). X-hi gives 1.6e-3 on Aβ, plain bf16
+# merges 4.3e-3: both fail the output bound.
+INVERSE_TOL, OUTPUT_TOL = 1.2e-3, 1.0e-3
 
 
 def _errors(seed, g_min, correlated, nvalid, scheme="f16"):
@@ -118,8 +119,8 @@ def _errors(seed, g_min, correlated, nvalid, scheme="f16"):
     assert torch.isfinite(x).all()
     assert (x.triu(1) == 0).all()
     err = (x.double() - ref).abs().max().item() / ref.abs().max().item()
-    # the kernel's output: X · diag(β), rounded once to bf16
-    out = (x * beta_m[None, :]).to(torch.bfloat16).double()
+    # the kernel's output: X · diag(β), rounded once to fp16 (the walk's Wᵀ Aβᵀ takes fp16 operands)
+    out = (x * beta_m[None, :]).to(torch.float16).double()
     ref_out = ref * beta_m.double()[None, :]
     err_out = (out - ref_out).abs().max().item() / max(ref_out.abs().max().item(), 1e-30)
     return err, err_out, out

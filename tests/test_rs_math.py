@@ -7,8 +7,8 @@ per consumer warpgroup, and walks each sequence's 64-token chunks in exactly thi
                                          e^γ, e^{γ_C − γ}                      (vectors, from the γ loader)
                                          Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)   (kkt_solve; rows past
                                               eos hold other data, columns past eos are 0)
-                                         −Wₖ = −Aβ diag(e^γ) K,   P = scale · (Q Kᵀ ⊙ D_incl)
-    (consumer, chain)                    Uᵀ = Vᵀ Aβᵀ + X (−Wₖ)ᵀ
+                                         P = scale · (Q Kᵀ ⊙ D_incl)
+    (consumer, chain)                    Wᵀ = Vᵀ − (X Kᵀ) ⊙ e^{γ_j} per column j,   Uᵀ = Wᵀ Aβᵀ
                                          Uᵀ[:, i ≥ nvalid] = 0                 (a select)
                                          X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C − γ_i} per column i) K
     (consumer, beside)                   Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_i} per column + Uᵀ Pᵀ
@@ -16,7 +16,10 @@ per consumer warpgroup, and walks each sequence's 64-token chunks in exactly thi
 Rows of q/k/v/Aβ past a sequence's end are filled with junk here (the kernel sees the next sequence's data
 or TMA's zero fill) to show that the select is what keeps them out. The result must match the token-by-token
 fp64 oracle (qla_serve.reference.token_recurrence) to rounding, for both pool layouts, a partial last chunk,
-a 1-token sequence, initial states and in-kernel l2norm.
+a 1-token sequence, initial states and in-kernel l2norm. The earlier forms of Uᵀ ("ks": Vᵀ Aβᵀ − ((X Kᵀ) ⊙
+e^γ) Aβᵀ, two products, until session 42; "wk": Vᵀ Aβᵀ + X (−Wₖ)ᵀ with −Wₖ = −Aβ diag(e^γ) K from WG_P) are
+kept as parameters. The last test emulates the kernel's rounding points (bf16 state and K/Q products,
+fp16 Wᵀ Aβᵀ and Uᵀ Pᵀ) against the bf16 forms.
 """
 import pytest
 import torch
@@ -38,9 +41,9 @@ def kkt_chunk(kc, bc, gam, nvalid):
 
 def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, block_v, junk, form="ks"):
     """fp64 emulation of the kernel's RS-ordered walk. pool_rows [N, HV, *layout shape] or None
-    (zero start). Returns o [T, HV, V] and the final pool rows in ``layout``. ``form``: how Uᵀ's
-    state term is made: "ks" (the kernel: the consumer's X Kᵀ ⊙ e^γ times Aβᵀ, junk K rows past eos
-    included) or "wk" (the walk before it: WG_P's −Wₖ = −Aβ diag(e^γ) K)."""
+    (zero start). Returns o [T, HV, V] and the final pool rows in ``layout``. ``form``: how Uᵀ is
+    made: "w" (the kernel: Wᵀ = Vᵀ − (X Kᵀ) ⊙ e^γ, junk K rows past eos included, times Aβᵀ), "ks"
+    (Vᵀ Aβᵀ − ((X Kᵀ) ⊙ e^γ) Aβᵀ) or "wk" (WG_P's −Wₖ = −Aβ diag(e^γ) K)."""
     T_, H, K = q.shape
     HV, V = v.shape[1], v.shape[2]
     G = HV // H
@@ -87,7 +90,9 @@ def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, bl
                                         scale * (qc @ kc.T) * torch.exp(dd.clamp(max=0)), torch.zeros(C, C,
                                                                                                    dtype=torch.float64))
                         # the chain (consumer)
-                        if form == "ks":
+                        if form == "w":
+                            Ut = (vc.T - (X @ kc.T) * eg[None, :]) @ Ab.T
+                        elif form == "ks":
                             Ut = vc.T @ Ab.T - ((X @ kc.T) * eg[None, :]) @ Ab.T
                         else:
                             Ut = vc.T @ Ab.T + X @ Wk_neg.T
@@ -101,7 +106,7 @@ def rs_walk(q, k, v, g, beta, cu, pool_rows, layout, *, scale, use_qk_l2norm, bl
     return o, torch.stack(finals)
 
 
-@pytest.mark.parametrize("form", ["ks", "wk"])
+@pytest.mark.parametrize("form", ["w", "ks", "wk"])
 @pytest.mark.parametrize("layout", ["vk", "kv"])
 @pytest.mark.parametrize("block_v,use_l2,init", [(64, False, True), (128, True, True), (128, False, False)])
 def test_rs_walk_matches_token_oracle(layout, block_v, use_l2, init, form):
@@ -135,3 +140,58 @@ def test_rs_walk_matches_token_oracle(layout, block_v, use_l2, init, form):
     # the 1-token sequence and the partial chunk, on their own
     assert rel(o[cu[2]:cu[3]], o_ref[cu[2]:cu[3]]) < 1e-10
     assert rel(o[cu[0]:cu[1]], o_ref[cu[0]:cu[1]]) < 1e-10
+
+
+def _rounded_walk(q, k, v, g, beta, S0, scale, form):
+    """One head's walk with the kernel's rounding points: X to bf16 as the A operand of X [Kᵀ | Qᵀ];
+    Aβ, P and Wᵀ / Uᵀ in ``form``'s dtype ("f16": the kernel since session 42; "bf16w": W rounded in
+    bf16; "bf16ks": the two-product form before it, V exact and the state term rounded); e^{γ_C−γ} ⊙ Uᵀ
+    in bf16 (its product with K); fp32 accumulation as fp64."""
+    def rnd(x, dt):
+        return x.to(dt).to(torch.float64)
+    bf, hw = torch.bfloat16, (torch.float16 if form == "f16" else torch.bfloat16)
+    X = S0.T.clone()
+    o = torch.zeros(k.shape[0], v.shape[1], dtype=torch.float64)
+    for left in range(0, k.shape[0], C):
+        sl = slice(left, min(left + C, k.shape[0]))
+        n = sl.stop - sl.start
+        qc, kc, vc = q[sl], k[sl], v[sl]
+        gam = torch.cumsum(g[sl], 0)
+        eg, egl = torch.exp(gam), torch.exp(gam[-1] - gam)
+        d = gam[:, None] - gam[None, :]
+        D = torch.where(d <= 0, torch.exp(d.clamp(max=0)), torch.zeros_like(d))
+        L = torch.tril(beta[sl, None] * (kc @ kc.T) * D, -1)
+        Ab = rnd(torch.linalg.solve(torch.eye(n, dtype=torch.float64) + L, torch.diag(beta[sl])), hw)
+        P = rnd(torch.tril(scale * (qc @ kc.T) * D), hw)
+        Xb = rnd(X, bf)
+        ks = Xb @ kc.T
+        if form == "bf16ks":
+            Ut = vc.T @ Ab.T - rnd(ks * eg[None, :], bf) @ Ab.T
+        else:
+            Ut = rnd(vc.T - ks * eg[None, :], hw) @ Ab.T
+        o[sl] = (scale * (Xb @ qc.T) * eg[None, :] + rnd(Ut, hw) @ P.T).T
+        X = torch.exp(gam[-1]) * X + rnd(Ut * egl[None, :], bf) @ kc
+    return o, X.T
+
+
+def test_fp16_w_product_is_the_most_precise_form():
+    """The kernel's fp16 Wᵀ Aβᵀ and Uᵀ Pᵀ against the fp64 recurrence: below the two-product bf16 form
+    it replaced, which in turn is below W rounded in bf16 (a merged product without fp16 would have
+    lost precision; results/h200-session42/exp/w_rounding.py has longer cases)."""
+    gen = torch.Generator().manual_seed(42)
+    T_, K, V = 640, 128, 128
+    q = l2norm(torch.randn(T_, K, generator=gen, dtype=torch.float64)).to(torch.bfloat16).double()
+    k = l2norm(torch.randn(T_, K, generator=gen, dtype=torch.float64)).to(torch.bfloat16).double()
+    v = torch.randn(T_, V, generator=gen, dtype=torch.float64).to(torch.bfloat16).double()
+    g = torch.nn.functional.logsigmoid(torch.randn(T_, generator=gen, dtype=torch.float64) + 2) * 0.1
+    beta = torch.sigmoid(torch.randn(T_, generator=gen, dtype=torch.float64))
+    S0 = torch.randn(K, V, generator=gen, dtype=torch.float64) * 0.3
+    scale = K ** -0.5
+    o_ref, s_ref = token_recurrence(q[:, None], k[:, None], v[:, None], g[:, None], beta[:, None],
+                                    [0, T_], S0[None, None], scale=scale, use_qk_l2norm=False)
+    err = {}
+    for form in ("f16", "bf16ks", "bf16w"):
+        o, s = _rounded_walk(q, k, v, g, beta, S0, scale, form)
+        err[form] = (float((o - o_ref[:, 0]).norm() / o_ref.norm()), float((s - s_ref[0, 0]).norm() / s_ref.norm()))
+    for i in (0, 1):
+        assert err["f16"][i] < 0.9 * err["bf16ks"][i] < 0.9 * err["bf16w"][i], err

@@ -339,6 +339,15 @@ def gdn_conv_hopper(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         kern(x, weight, bias, conv_state, plan.chunk_bounds, idx, hinit, out, null)
 
 
+def _abeta_dtype(in_dtype: torch.dtype) -> torch.dtype:
+    """Aβ's dtype between kkt_solve and the walk: ``kkt_solve.A_DTYPE`` (fp16 since session 42). A
+    kkt_solve.py without it (an A/B copy of an older one, bench_serving/kernel_ab.sh) wrote the input
+    dtype."""
+    from . import kkt_solve
+    name = getattr(kkt_solve, "A_DTYPE", None)
+    return getattr(torch, name) if name else in_dtype
+
+
 KKT_CTAS_PER_SM = 4     # kkt_solve.MIN_BLOCKS: CTAs of kkt_solve one SM holds at once
 
 
@@ -890,7 +899,7 @@ def gdn_prefill_hopper(
     cu = plan.cu_seqlens
     if T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
-        a = torch.empty(T_, HV, CHUNK, dtype=torch.float16, device=dev)     # Aβ: fp16 (kkt_solve.py)
+        a = torch.empty(T_, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
         if plan.num_chunks > 0:
             kkt(k, g, beta, plan.chunk_bounds, gcum, a)
     else:
@@ -899,7 +908,7 @@ def gdn_prefill_hopper(
         v = torch.zeros(1, HV, Vd, dtype=v.dtype, device=dev)
         out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
         gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
-        a = torch.zeros(1, HV, CHUNK, dtype=torch.float16, device=dev)
+        a = torch.zeros(1, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
     # ---- intra-card context parallelism (issue 4): kernels/hopper/cp.py ----------------------------
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:

@@ -67,6 +67,9 @@ import tilelang.language as T
 
 CHUNK = 64
 LOG2E = 1.4426950408889634
+# Aβ as written to ``a`` (and read by the walk, whose Wᵀ Aβᵀ product takes fp16 operands:
+# fused_fwd.HALF; the host allocates ``a`` in this dtype).
+A_DTYPE = "float16"
 MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~36 KiB per CTA)
 # Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the bf16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
@@ -101,7 +104,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
         beta: T.StridedTensor((NT, HV), (sb, 1), accum),
         chunk_bounds: T.Tensor((NC, 4), "int32"),
         gcum: T.Tensor((NT, HV), accum),
-        a: T.Tensor((NT, HV, C), half),
+        a: T.Tensor((NT, HV, C), A_DTYPE),
     ):
         with T.Kernel(NC, H * S, threads=128) as (bc, by):
             bhk = by // S
@@ -114,7 +117,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             # reads (or writes) at once in different banks.
             ld_s = T.alloc_shared((4, B * B + 16), accum)
             xd_s = T.alloc_shared((4, B * B + 16), accum)
-            o_s = T.alloc_shared((C, C), half)               # output staging (X · diag(β)), fp16
+            o_s = T.alloc_shared((C, C), A_DTYPE)            # output staging (X · diag(β))
             # Merge operands, fp16:
             a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
             b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
@@ -214,7 +217,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 for bb, r, c in T.Parallel(4, B, B):
                     xv = xd_s[bb, r * B + c]
                     xh = T.cast(xv, half)
-                    o_s[bb * B + r, bb * B + c] = T.cast(xv * b_s[gi, bb * B + c], half)
+                    o_s[bb * B + r, bb * B + c] = T.cast(xv * b_s[gi, bb * B + c], A_DTYPE)
                     if bb % 2 == 0:
                         b1h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
                     else:
@@ -234,10 +237,10 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                         xv = -acc[i, j]
                         xh = T.cast(xv, half)
                         if i < B:       # X_10 -> rows 16..31, cols 0..15
-                            o_s[B + i, j] = T.cast(xv * b_s[gi, j], half)
+                            o_s[B + i, j] = T.cast(xv * b_s[gi, j], A_DTYPE)
                             b3h[B + i, j] = xh
                         else:           # X_32 -> rows 48..63, cols 32..47
-                            o_s[Hf + i, B + j] = T.cast(xv * b_s[gi, B + j], half)
+                            o_s[Hf + i, B + j] = T.cast(xv * b_s[gi, B + j], A_DTYPE)
                             a4h[i, j - B] = xh
 
                 # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
@@ -246,7 +249,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                     p2h[i, j] = T.cast(acc[i, j], half)
                 T.gemm(a4h, p2h, acc, clear_accum=True)
                 for i, j in T.Parallel(Hf, Hf):
-                    o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], half)
+                    o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], A_DTYPE)
 
                 if nvalid == C:     # a whole chunk: one bulk (TMA) store
                     T.copy(o_s, a[left:left + C, bh, 0:C])
