@@ -7,21 +7,25 @@ state lives in registers as the A operand of wgmma. Measured on the H200 in sess
 A (V block, value head, sequence) item walks the sequence's 64-token chunks in order (see "Work
 items"). The state is kept transposed, X = Sᵀ ([V rows, K], the pool's "vk" orientation), 64 V rows
 per consumer warpgroup in fp32 registers. Per chunk, with Q, K [64, K], V [64, BV], Aβ and γ from
-:mod:`kkt_solve` (bf16 tensor-core operands, fp32 accumulators):
-    P = scale · (Q Kᵀ ⊙ D_incl)                                 (chunk-only: WG_P, one chunk ahead)
-    (K S)ᵀ = X Kᵀ                                                (X rounded to bf16 as the register A operand)
-    Uᵀ  = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^{γ_j} per column j) Aβᵀ           (that product's A operand rounded to bf16)
-    Uᵀ[:, i ≥ nvalid] = 0                                        (a select)
-    X  ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C − γ_i} per column i) K         (A = that Uᵀ in bf16 registers)
-    Oᵀ  = scale · (X_old Qᵀ) ⊙ e^{γ_i} per column + Uᵀ Pᵀ        (A = X_old / Uᵀ in bf16 registers)
-Only differences γ_i − γ_j ≤ 0 are exponentiated. W = V − diag(e^γ) K S, U, S never touch HBM, and
-neither S nor U goes through shared memory: the serial chain of a consumer is X Kᵀ (RS 64×64×128) → scale/round in
-registers → Vᵀ Aβᵀ (SS 64×64×64) and + ·Aβᵀ (RS 64×64×64) → select/scale/round → X update (RS 64×128×64), with no cross-warpgroup hand-off. Its only waits are for inputs: the loaded chunk and,
+:mod:`kkt_solve` (tensor-core operands in the input dtype (bf16) or fp16 as marked, fp32 accumulators):
+    P = scale · (Q Kᵀ ⊙ D_incl)                      (chunk-only: WG_P, one chunk ahead; fp16)
+    [(K S)ᵀ | (Q S)ᵀ] = X [Kᵀ | Qᵀ]                    (one N = 128 product; X rounded to bf16 as the A operand)
+    Wᵀ  = Vᵀ − (K S)ᵀ ⊙ e^{γ_j} per column j           (in registers, rounded once to fp16)
+    Uᵀ  = Wᵀ Aβᵀ                                      (fp16 operands: Aβ arrives in fp16)
+    Uᵀ[:, i ≥ nvalid] = 0                             (a select)
+    X  ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C − γ_i} per column i) K   (A = that Uᵀ in bf16 registers)
+    Oᵀ  = scale · (Q S)ᵀ ⊙ e^{γ_i} per column + Uᵀ Pᵀ  (A = Uᵀ in fp16 registers)
+Only differences γ_i − γ_j ≤ 0 are exponentiated. W, U, S never touch HBM, and neither S nor U
+goes through shared memory: the serial chain of a consumer is X [Kᵀ | Qᵀ] (RS 64×128×128) → W in
+registers → Wᵀ Aβᵀ (RS 64×64×64) → select/scale/round → X update (RS 64×128×64), then Uᵀ Pᵀ (RS
+64×64×64), with no cross-warpgroup hand-off. Its only waits are for inputs: the loaded chunk and,
 before the output's last GEMM, WG_P's P (one chunk ahead, double-buffered). This is FlashInfer's form
-(W is never a GEMM of its own); the walk before it had WG_P make −Wₖ = −Aβ diag(e^γ) K for the
-consumers, and their largest stall was the wait for it (session 9's ncu profile, 16/32 8192×4). The
-output's two GEMMs run in the same warpgroup, after the update; every GEMM is synchronous (wgmma +
-wait<0>).
+(W is never a GEMM of its own). Before session 42 the chain had six products: X Kᵀ, Vᵀ Aβᵀ (SS) plus
+((K S)ᵀ ⊙ e^γ) Aβᵀ (V kept exact, the state term rounded to bf16), the update, then X_old Qᵀ and Uᵀ
+Pᵀ; W rounded in bf16 alone would have cost precision (×1.06–1.18 on o and state in CPU emulation),
+in fp16 it gains some (×0.75–0.83: see HALF). The walk before session 5's had WG_P make
+−Wₖ = −Aβ diag(e^γ) K for the consumers, and their largest stall was the wait for it (session 9's
+ncu profile, 16/32 8192×4). Every GEMM is synchronous (wgmma + wait<0>).
 An asynchronous issue order at BV 64 (X_old Qᵀ beside the Uᵀ epilogue) measured 0–3 % slower and was
 dropped, and so were three input buffers (no faster: load latency is not this walk's limit).
 tests/test_rs_math.py emulates exactly this math in fp64 against the token oracle.
@@ -29,8 +33,9 @@ tests/test_rs_math.py emulates exactly this math in fp64 against the token oracl
 TileLang 0.1.15 takes the fp32 accumulator layout of one wgmma as the bf16 A-operand fragment of the next
 (``T.copy(acc_f32, acc_bf16)`` is a per-thread conversion, no shuffles; every chain GEMM lowers to
 ``wgmma_rs``), because each product is oriented with M = the 64 V rows: X [64, K] is the accumulator
-of the update (N = K) and the A operand of X Wₖᵀ and X Qᵀ (K-dim = K); Uᵀ [64, C] is the accumulator of
-the U GEMMs (N = C) and the A operand of the update and of Uᵀ Pᵀ (K-dim = C).
+of the update (N = K) and the A operand of X [Kᵀ | Qᵀ] (K-dim = K); Uᵀ [64, C] is the accumulator of
+Wᵀ Aβᵀ (N = C) and the A operand of the update and of Uᵀ Pᵀ (K-dim = C). Vᵀ enters the registers in
+that layout by per-element shared loads, issued before X [Kᵀ | Qᵀ] so that they land under it.
 
 Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consumers), mbarriers:
     consumer w (threads 128w …)  V rows v0 + 64w …: loads its X rows from the pool, walks the chain,
