@@ -8,7 +8,8 @@ notes' advice: "time variants that leave one stage out or do it twice, and take 
 Variants (every one but ``fast`` and ``fastp`` computes wrong results by design; time them, never test them):
   nowp      WG_P makes no P (its barriers still run): is WG_P the throughput limit? (Before session 11's
             walk WG_P also made −Wₖ; the consumers form W themselves now.)
-  noout     the consumer skips the output GEMMs and the O tile write: the output's share of the chain
+  noout     the consumer skips Uᵀ Pᵀ (and its wait for P) and the O tile write: the output's share of
+            the chain (X Qᵀ rides in the X [Kᵀ | Qᵀ] product since session 42 and stays)
   noostore  only the transposed Oᵀ → O-tile write is skipped (shared-memory store cost)
   noupdate  the state update GEMM is skipped (X only decays): the chain's last GEMM
   fast      TileLang fast math (approximate exp): a real candidate, accuracy to be checked by the tests
@@ -22,14 +23,15 @@ import argparse
 import os
 import sys
 
-_WP_START = "                        T.gemm(q_s[b, :, :], k_s[b, :, :], p, transpose_B=True, clear_accum=True)\n"
+_WP_START = ("                        T.gemm(kq_s[b, C:2 * C, :], kq_s[b, 0:C, :], p, transpose_B=True, "
+             "clear_accum=True)\n")
 _WP_END = "                        T.fence_proxy_async()\n                        T.barrier_arrive(p_ready[b])\n"
 _OUT_START = ("                if with_output:\n"
-              "                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j} + Uᵀ Pᵀ (RS; Xb still holds the state before the update)\n")
+              "                    T.barrier_wait(p_ready[b], (u // 2) % 2)    # P of this chunk (WG_P)\n")
 _OUT_END = "                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)\n"
 _OSTORE = ("                    for i, j in T.Parallel(R, C):\n"
            "                        o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)\n")
-_UPDATE = "                T.gemm(un, k_s[b, :, :], X, clear_accum=False)\n"
+_UPDATE = "                T.gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)\n"
 _FAST = "PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,"
 _PEXP = "T.exp2(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0))"   # γ scaled by log2 e (session 33)
 
