@@ -30,9 +30,11 @@ echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
 "$NCU" --import "$OUT/walk.ncu-rep" --page details --print-details all > "$OUT/details.txt" 2>&1
 # Every metric collected, per kernel (the warp-stall breakdown is smsp__pcsamp_warps_issue_stalled_*).
 "$NCU" --import "$OUT/walk.ncu-rep" --page raw --csv 2>&1 | gzip > "$OUT/raw.csv.gz"
-[ "$BACKEND" = qla ] && for k in qla_kkt_solve qla_fused_fwd; do
-  "$NCU" --import "$OUT/walk.ncu-rep" --kernel-name "regex:$k" --page source --csv --print-source sass 2>&1 \
-    | gzip > "$OUT/source-$k.csv.gz"
+# One source page per kernel profiled, by its exact name: a regex such as qla_fused_fwd matched the
+# CP partials kernel first and hid the output walk's page (session 42).
+[ "$BACKEND" = qla ] && for k in $(grep -oE "^  qla_[a-z_]+_kernel" "$OUT/details.txt" | sort -u); do
+  "$NCU" --import "$OUT/walk.ncu-rep" --kernel-name "$k" --page source --csv --print-source sass 2>&1 \
+    | gzip > "$OUT/source-${k%_kernel}.csv.gz"
 done
 grep -E "^  [A-Za-z_]|Duration|Registers Per|Achieved Occupancy|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued" \
   "$OUT/details.txt" | head -60
