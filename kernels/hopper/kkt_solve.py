@@ -40,7 +40,7 @@ keys every |L| ≤ β ≤ 1 and the inverse's entries stay O(1) (max |X| = 1 on 
 equal-key one included), far inside fp16's range, and fp16's 11-bit significand is finer than the
 split-bf16 "X-hi" scheme it replaced (sessions 36-39: L and P as bf16 hi + lo, X as its bf16 head, two
 passes), whose X rounding was bf16's: CPU emulation (results/h200-session40/exp/kkt_scheme_f16.py)
-puts the inverse's worst error at 6.6e-4 against X-hi's 1.9e-3, and Aβ, rounded to bf16 on output,
+puts the inverse's worst error at 6.6e-4 against X-hi's 1.9e-3, and Aβ, then rounded to bf16 on output,
 at or under X-hi's on every case (worst relative L2 1.68e-3 against 1.75e-3). Half the mma passes,
 no lo tiles: 4 fewer 32×32 tiles stored and read per value head. On the H200 (session 41,
 results/h200-session41/) kkt_solve went from 159 to 136 µs at 16/32 × 32768 tokens (266 → 224 at
@@ -71,7 +71,7 @@ LOG2E = 1.4426950408889634
 # fused_fwd.HALF; the host allocates ``a`` in this dtype).
 A_DTYPE = "float16"
 MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~36 KiB per CTA)
-# Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the bf16
+# Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the fp16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
 # the bulk store, → 0.188 with step 1's scattering spread over all warps.
 PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
