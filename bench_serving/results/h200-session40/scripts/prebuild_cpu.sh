@@ -1,5 +1,5 @@
 # Session 40's plan: the kernel cache for the next lease's calls A and B, built on the CPU machine
-# (2 cores; a new checkout starts with no cache). Writes .gpu-p/tlc40.tar.xz: carry it in the call
+# (2 cores; a new checkout starts with no cache). Writes .gpu-p/$TARBALL.tar.xz (default tlc40): carry it in the call
 # that uses it (results/h200-session26/scripts/common.sh unpacks every .gpu-p/tlc*.tar.xz).
 #   bash bench_serving/results/h200-session40/scripts/prebuild_cpu.sh [CACHE_DIR]   (empty or new; default /work/tlc)
 # Steps (STEPS, default "tree pool ab"):
@@ -14,6 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)"
 CACHE="${1:-/work/tlc}"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 STEPS=" ${STEPS:-tree pool ab} "
+TARBALL="${TARBALL:-tlc40}"
 export TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100 TILELANG_CACHE_DIR="$CACHE"
 # Only entries written by this run are packed (newer than the stamp): a kernel already in CACHE is
 # a cache hit, not rewritten, and would be missing from the tarball without a word.
@@ -46,6 +47,6 @@ if [[ $STEPS == *" ab "* ]]; then
   echo "call B labels: $((SECONDS - t0)) s"
 fi
 (cd "$CACHE" && find 0.1.15/linux-x86_64/kernels 0.1.15/cuda-binaries -mindepth 1 -maxdepth 1 -newer "$stamp" \
-  | tar -cJf "$ROOT/.gpu-p/tlc40.tar.xz" -T -)       # session 39 carried both folders
-echo "$ROOT/.gpu-p/tlc40.tar.xz: $(tar -tJf "$ROOT/.gpu-p/tlc40.tar.xz" | grep -c '/$') entries, $(du -h "$ROOT/.gpu-p/tlc40.tar.xz" | cut -f1)"
+  | tar -cJf "$ROOT/.gpu-p/$TARBALL.tar.xz" -T -)       # session 39 carried both folders
+echo "$ROOT/.gpu-p/$TARBALL.tar.xz: $(tar -tJf "$ROOT/.gpu-p/$TARBALL.tar.xz" | grep -c '/$') entries, $(du -h "$ROOT/.gpu-p/$TARBALL.tar.xz" | cut -f1)"
 rm -rf "$work"
