@@ -30,8 +30,8 @@ echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
 "$NCU" --import "$OUT/walk.ncu-rep" --page details --print-details all > "$OUT/details.txt" 2>&1
 # Every metric collected, per kernel (the warp-stall breakdown is smsp__pcsamp_warps_issue_stalled_*).
 "$NCU" --import "$OUT/walk.ncu-rep" --page raw --csv 2>&1 | gzip > "$OUT/raw.csv.gz"
-# One source page per kernel profiled, by its exact name: a regex such as qla_fused_fwd matched the
-# CP partials kernel first and hid the output walk's page (session 42).
+# One source page per kernel profiled, by its exact name: the regex qla_fused_fwd put both CP walk
+# kernels in one CSV, each under its own header of a different width (session 42).
 [ "$BACKEND" = qla ] && for k in $(grep -oE "^  qla_[a-z_]+_kernel" "$OUT/details.txt" | sort -u); do
   "$NCU" --import "$OUT/walk.ncu-rep" --kernel-name "$k" --page source --csv --print-source sass 2>&1 \
     | gzip > "$OUT/source-${k%_kernel}.csv.gz"
