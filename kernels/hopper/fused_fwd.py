@@ -23,7 +23,7 @@ before the output's last GEMM, WG_P's P (one chunk ahead, double-buffered). This
 (W is never a GEMM of its own). Before session 42 the chain had six products: X Kᵀ, Vᵀ Aβᵀ (SS) plus
 ((K S)ᵀ ⊙ e^γ) Aβᵀ (V kept exact, the state term rounded to bf16), the update, then X_old Qᵀ and Uᵀ
 Pᵀ; W rounded in bf16 alone would have cost precision (×1.06–1.18 on o and state in CPU emulation),
-in fp16 it gains some (×0.75–0.83: see HALF). The walk before session 5's had WG_P make
+in fp16 it gains (o ×0.22–0.67, state ×0.70–0.76: see HALF). The walk before session 5's had WG_P make
 −Wₖ = −Aβ diag(e^γ) K for the consumers, and their largest stall was the wait for it (session 9's
 ncu profile, 16/32 8192×4). Every GEMM is synchronous (wgmma + wait<0>).
 An asynchronous issue order at BV 64 (X_old Qᵀ beside the Uᵀ epilogue) measured 0–3 % slower and was
@@ -115,8 +115,9 @@ LOG2E = 1.4426950408889634
 # from kkt_solve and P from WG_P in fp16 too): with unit-norm keys |Aβ| ≤ 1 and |P| ≤ scale, and W, U
 # are of the values' size, so fp16's 11-bit significand rounds them 8× finer than bf16 inside its
 # range (|W| < 65504: values far beyond any model's). The products with K and Q (model inputs) stay in
-# the input dtype. CPU emulation (results/h200-session42/exp/w_rounding.py): o and state errors
-# ×0.75-0.83 of the bf16 two-product form before session 42, where W rounded in bf16 was ×1.06-1.18.
+# the input dtype. CPU emulation (results/h200-session42/exp/w_rounding.py): errors of
+# o ×0.22-0.67 and state ×0.70-0.76 of the bf16 two-product form before session 42, where W rounded
+# in bf16 was ×1.06-1.18.
 HALF = "float16"
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)

@@ -1,57 +1,28 @@
-"""CPU emulation: the walk's bf16 rounding points before and after session 42's W merge.
+"""CPU emulation: the walk's rounding points before and after session 42's W merge, on longer
+sequences than the test that shares its emulation (tests/test_rs_math.py::_rounded_walk).
 
-Old form (main): Uᵀ = Vᵀ Aβᵀ − bf16((K S)ᵀ ⊙ e^γ) Aβᵀ      (V exact, the state term rounded)
-New form (W1/W2): Uᵀ = bf16(Vᵀ − (K S)ᵀ ⊙ e^γ) Aβᵀ        (W rounded once, as FlashInfer, FlashQLA and FLA)
-"new16": the same product in fp16, W and Aβ rounded to fp16 (kkt_solve writing Aβ in fp16)
-Everything else as the kernel: X rounded to bf16 as the A operand, Aβ and P in bf16, Uᵀ and
-e^{γ_C−γ}⊙Uᵀ rounded to bf16, fp32 accumulation emulated in fp64 (its rounding is far below bf16's).
-Prints relative L2 errors of o and the final state against the fp64 token recurrence.
+"bf16ks" (before): Uᵀ = Vᵀ Aβᵀ − bf16((K S)ᵀ ⊙ e^γ) Aβᵀ   (V exact, the state term rounded; Aβ, P, U in bf16)
+"bf16w":  Uᵀ = bf16(Vᵀ − (K S)ᵀ ⊙ e^γ) Aβᵀ                (W rounded once in bf16, as FlashInfer, FlashQLA, FLA)
+"f16" (the kernel since session 42): the same with W, Aβ, U and P in fp16
+Everything else as the kernel: X rounded to bf16 as the A operand, e^{γ_C−γ}⊙Uᵀ in bf16, fp32
+accumulation emulated in fp64. Prints relative L2 errors of o and the final state against the fp64
+token recurrence.
 
     python bench_serving/results/h200-session42/exp/w_rounding.py
 """
+import os
+import sys
+
 import torch
 
 from qla_serve.reference import l2norm, token_recurrence
 
-C = 64
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "tests"))
+from test_rs_math import _rounded_walk  # noqa: E402
 
 
 def bf(x):
     return x.to(torch.bfloat16).to(torch.float64)
-
-
-def h16(x):
-    return x.to(torch.float16).to(torch.float64)
-
-
-def walk(q, k, v, g, beta, S0, scale, form):
-    T_, K = k.shape
-    X = S0.T.clone()                          # [V, K]
-    o = torch.zeros(T_, v.shape[1], dtype=torch.float64)
-    for left in range(0, T_, C):
-        sl = slice(left, min(left + C, T_))
-        n = sl.stop - sl.start
-        qc, kc, vc = q[sl], k[sl], v[sl]
-        gam = torch.cumsum(g[sl], 0)
-        eg, egl = torch.exp(gam), torch.exp(gam[-1] - gam)
-        d = gam[:, None] - gam[None, :]
-        D = torch.where(d <= 0, torch.exp(d.clamp(max=0)), torch.zeros_like(d))
-        L = torch.tril(beta[sl, None] * (kc @ kc.T) * D, -1)
-        Ab64 = torch.linalg.solve(torch.eye(n, dtype=torch.float64) + L, torch.diag(beta[sl]))
-        Ab = h16(Ab64) if form == "new16" else bf(Ab64)
-        P = bf(torch.tril(scale * (qc @ kc.T) * D))
-        Xb = bf(X)
-        ks = Xb @ kc.T                         # (K S)ᵀ, fp32 accumulate
-        if form == "old":
-            Ut = vc.T @ Ab.T - bf(ks * eg[None, :]) @ Ab.T
-        elif form == "new":
-            Ut = bf(vc.T - ks * eg[None, :]) @ Ab.T
-        else:
-            Ut = h16(vc.T - ks * eg[None, :]) @ Ab.T
-        Ot = scale * (Xb @ qc.T) * eg[None, :] + bf(Ut) @ P.T
-        X = torch.exp(gam[-1]) * X + bf(Ut * egl[None, :]) @ kc
-        o[sl] = Ot.T
-    return o, X.T
 
 
 def main():
@@ -69,8 +40,8 @@ def main():
         scale = K ** -0.5
         o_ref, s_ref = token_recurrence(q[:, None], k[:, None], v[:, None], g[:, None], beta[:, None],
                                         [0, T_], S0[None, None], scale=scale, use_qk_l2norm=False)
-        for form in ("old", "new", "new16"):
-            o, s = walk(q, k, v, g, beta, S0, scale, form)
+        for form in ("bf16ks", "bf16w", "f16"):
+            o, s = _rounded_walk(q, k, v, g, beta, S0, scale, form)
             eo = float((o - o_ref[:, 0]).norm() / o_ref.norm())
             es = float((s - s_ref[0, 0]).norm() / s_ref.norm())
             print(f"| {T_} | {gscale} | {form} | {eo:.3e} | {es:.3e} |")
