@@ -35,7 +35,10 @@ TileLang 0.1.15 takes the fp32 accumulator layout of one wgmma as the bf16 A-ope
 ``wgmma_rs``), because each product is oriented with M = the 64 V rows: X [64, K] is the accumulator
 of the update (N = K) and the A operand of X [Kᵀ | Qᵀ] (K-dim = K); Uᵀ [64, C] is the accumulator of
 Wᵀ Aβᵀ (N = C) and the A operand of the update and of Uᵀ Pᵀ (K-dim = C). Vᵀ enters the registers in
-that layout by per-element shared loads, issued before X [Kᵀ | Qᵀ] so that they land under it.
+that layout by ``ldmatrix.trans`` from the swizzled V tile (:func:`load_vt`), issued before X [Kᵀ | Qᵀ]
+so that they land under it, and Oᵀ leaves it by ``stmatrix.trans`` into the O tile (:func:`store_ot`):
+4 matrix instructions each per consumer and chunk where there were 32 scalar shared loads and 32
+scalar stores (session 43; 16/32 static SASS of the consumers 757 → 680 at V-block 64).
 
 Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consumers), mbarriers:
     consumer w (threads 128w …)  V rows v0 + 64w …: loads its X rows from the pool, walks the chain,
@@ -50,7 +53,7 @@ Register split (setmaxnreg, consumers / WG_P / WG_IO): 240 / 160 / 32 at BV 64, 
 Rows past a sequence's end (its last, partial chunk): q/k/v/Aβ rows there hold the next sequence's
 (finite) data or TMA's zero fill; γ repeats the last valid value, so every exponent stays ≤ 0; Aβ's
 columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes them in; Uᵀ's columns
-past the end are zeroed by a select before they reach Uᵀ Pᵀ or the state; O's rows there are not stored.
+past the end are zeroed by a select (on that chunk only) before they reach Uᵀ Pᵀ or the state; O's rows there are not stored.
 Barrier protocol (each barrier once per use of its buffer, so its wait parity is the use count's parity):
     ready[b] / free[b]       loaders → (consumers, WG_P) / back: input buffer b = c mod 2
     w_ready[b]               WG_P → consumers: q, k of chunk c normalised in place (in-kernel l2norm only)
@@ -119,6 +122,23 @@ LOG2E = 1.4426950408889634
 # o ×0.22-0.67 and state ×0.70-0.76 of the bf16 two-product form before session 42, where W rounded
 # in bf16 was ×1.06-1.18.
 HALF = "float16"
+# ldmatrix / stmatrix .trans on a register array given as (base, element offset): TileLang's
+# fragment accesses outside T.Parallel make the fragment replicated, so the consumers hand these
+# the fragment's storage itself (its local layout is fixed by the wgmma that shares it: see load_vt).
+MATRIX_HELPERS = r"""
+__device__ __forceinline__ void qla_ldmatrix_x4_trans(const void* smem, void* regs, int offset) {
+  unsigned int* r = reinterpret_cast<unsigned int*>(reinterpret_cast<unsigned short*>(regs) + offset);
+  unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.x4.trans.m8n8.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+__device__ __forceinline__ void qla_stmatrix_x4_trans(void* smem, const void* regs, int offset) {
+  const unsigned int* r = reinterpret_cast<const unsigned int*>(reinterpret_cast<const unsigned short*>(regs) + offset);
+  unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
+  asm volatile("stmatrix.sync.aligned.x4.trans.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n"
+               :: "r"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+"""
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
@@ -232,6 +252,38 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, tile_s)
 
     @T.macro
+    def load_vt(w, b, v_s, vt):
+        """vt [R, C] = consumer w's Vᵀ from v_s[b, w] ([C tokens, R] in shared), by ldmatrix.trans.
+        vt has the wgmma accumulator layout (as every [R, C] fragment of the chain): thread t of warp
+        wp holds local element 4·kk + 2·h + p = Vᵀ[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p], which is
+        what ``ldmatrix.trans`` hands thread t of the 8×8 matrix (tokens 8kk…, V rows 16wp + 8h…).
+        One x4 instruction loads the matrices (kk, h) = (2s + m/2, m%2) for m = 0..3, lanes 8m…8m+7
+        giving their eight token rows: 4 instructions where there were 32 scalar loads. The v_s
+        address is a logical one: TileLang applies v_s's swizzle to it, which moves whole 16-byte
+        rows of a matrix, so each lane's row stays contiguous. vt goes in as its storage (vt.data):
+        an element access outside T.Parallel would make TileLang replicate the fragment."""
+        lane = T.get_thread_binding() % 32
+        wp = T.get_thread_binding() // 32 % 4
+        m = lane // 8
+        for s in T.unroll(C // 16):
+            T.call_extern("handle", "qla_ldmatrix_x4_trans",
+                          T.access_ptr(v_s[b, w, 16 * s + 8 * (m // 2) + lane % 8, 16 * wp + 8 * (m % 2)], "r", extent=8),
+                          vt.data, 8 * s)
+
+    @T.macro
+    def store_ot(w, ob, o_s):
+        """o_s[:, 64w …] = obᵀ ([R, C] in the accumulator layout, the input dtype) by stmatrix.trans:
+        load_vt's mapping run backwards (the same matrices, lanes and register order), into o_s's
+        layout (whatever swizzle TileLang gave it for the TMA store)."""
+        lane = T.get_thread_binding() % 32
+        wp = T.get_thread_binding() // 32 % 4
+        m = lane // 8
+        for s in T.unroll(C // 16):
+            T.call_extern("handle", "qla_stmatrix_x4_trans",
+                          T.access_ptr(o_s[16 * s + 8 * (m // 2) + lane % 8, w * R + 16 * wp + 8 * (m % 2)], "w", extent=8),
+                          ob.data, 8 * s)
+
+    @T.macro
     def consumer(w, X, Xb, vt, xkq, uT, ub, un, oT, decay, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
                  itm, transition, x_s, itm_s, xs_ready, xs_free):
@@ -287,8 +339,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 if not transition:
                     # this consumer's Vᵀ, read from shared before X Kᵀ so that the loads' latency
                     # hides under that product
-                    for i, j in T.Parallel(R, C):
-                        vt[i, j] = v_s[b, w, j, i]
+                    load_vt(w, b, v_s, vt)
                 # (K S)ᵀ = X Kᵀ (RS), then Wᵀ = Vᵀ − (K S)ᵀ ⊙ e^{γ_j} rounded once to bf16: the A
                 # operand of Uᵀ = Wᵀ Aβᵀ (RS). One product with Aβ, not Vᵀ Aβᵀ (SS) plus a second one
                 # for the K S term: W never leaves registers (FlashInfer's and FlashQLA's form; FLA
@@ -314,8 +365,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither Uᵀ Pᵀ nor the state.
                 nvalid = T.min(eos - bos - c * C, C)
-                for i, j in T.Parallel(R, C):
-                    uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+                if nvalid < C:          # only a sequence's partial last chunk (a warp-uniform branch)
+                    for i, j in T.Parallel(R, C):
+                        uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
                 if with_output:
                     T.copy(uT, ub)                              # Uᵀ (fp16) for Uᵀ Pᵀ
                 for i, j in T.Parallel(R, C):
@@ -334,10 +386,10 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 T.barrier_arrive(w_free[b])
                 T.barrier_arrive(free[b])
                 if with_output:
+                    T.copy(oT, un)                              # Oᵀ in the input dtype (un is free)
                     T.barrier_wait(o_free, (u + 1) % 2)
                     # Oᵀ written transposed into the O tile for the store warp
-                    for i, j in T.Parallel(R, C):
-                        o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)
+                    store_ot(w, un, o_s)
                     T.fence_proxy_async()       # the store warp may read o_s with TMA
                     T.barrier_arrive(o_ready)
             if do_store != 0:
@@ -354,6 +406,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         start state (x_s, TMA, in the pool's dtype and layout) in shared as soon as the consumers
         have taken the previous item's, so at an item boundary the consumers wait neither for the
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
+        T.import_source(MATRIX_HELPERS)
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
         a_s = T.alloc_shared((2, C, C), HALF)
