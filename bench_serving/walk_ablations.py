@@ -10,7 +10,7 @@ Variants (every one but ``fast`` and ``fastp`` computes wrong results by design;
             walk WG_P also made −Wₖ; the consumers form W themselves now.)
   noout     the consumer skips Uᵀ Pᵀ (and its wait for P) and the O tile write: the output's share of
             the chain (X Qᵀ rides in the X [Kᵀ | Qᵀ] product since session 42 and stays)
-  noostore  only the transposed Oᵀ → O-tile write is skipped (shared-memory store cost)
+  noostore  only the transposed Oᵀ → O-tile write (stmatrix) is skipped (shared-memory store cost)
   noupdate  the state update GEMM is skipped (X only decays): the chain's last GEMM
   fast      TileLang fast math (approximate exp): a real candidate, accuracy to be checked by the tests
   fastp     only P's decay mask uses the fast __expf (32 accurate expf a WG_P thread per chunk were
@@ -29,8 +29,7 @@ _WP_END = "                        T.fence_proxy_async()\n                      
 _OUT_START = ("                if with_output:\n"
               "                    T.barrier_wait(p_ready[b], (u // 2) % 2)    # P of this chunk (WG_P)\n")
 _OUT_END = "                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)\n"
-_OSTORE = ("                    for i, j in T.Parallel(R, C):\n"
-           "                        o_s[j, w * R + i] = T.cast(oT[i, j], in_dtype)\n")
+_OSTORE = "                    store_ot(w, un, o_s)\n"     # stmatrix.trans since session 43
 _UPDATE = "                T.gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)\n"
 _FAST = "PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False,"
 _PEXP = "T.exp2(T.if_then_else(j <= i, g_row[i] - g_col[j], 0.0))"   # γ scaled by log2 e (session 33)
