@@ -38,7 +38,8 @@ Wᵀ Aβᵀ (N = C) and the A operand of the update and of Uᵀ Pᵀ (K-dim = C)
 that layout by ``ldmatrix.trans`` from the swizzled V tile (:func:`load_vt`), issued before X [Kᵀ | Qᵀ]
 so that they land under it, and Oᵀ leaves it by ``stmatrix.trans`` into the O tile (:func:`store_ot`):
 4 matrix instructions each per consumer and chunk where there were 32 scalar shared loads and 32
-scalar stores (session 43; 16/32 static SASS of the consumers 757 → 680 at V-block 64).
+scalar stores (session 43; 16/32 static SASS of the consumers 757 → 663 at V-block 64, with the
+select on partial chunks only).
 
 Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consumers), mbarriers:
     consumer w (threads 128w …)  V rows v0 + 64w …: loads its X rows from the pool, walks the chain,
