@@ -27,7 +27,10 @@
 # AB_BACKENDS (kernel_bench.py --backends of the timed runs, default qla; e.g. qla,flashqla,fla for an
 # alternative's issue-3 table), AB_TIME_TREE=0 (time only the alternatives),
 # AB_DEADLINE (seconds for the whole script; each timed run gets an equal share of what is left, and
-# rows stop being started past it), PYTHON.
+# rows stop being started past it), AB_PREBUILD=0 (every label's kernels are in the carried cache:
+# skip kernel_bench's parallel prebuild, which takes 34-38 s a label even when it only finds them
+# there (session 43) and counts against the label's share; a kernel missing then compiles inside
+# the timed process, one at a time), PYTHON.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$(mkdir -p "${1:?usage: kernel_ab.sh OUT LABEL=FILE ...}" && cd "$1" && pwd)"
@@ -103,7 +106,8 @@ for bv in "${widths_run[@]}"; do
     [ "$share" -gt 45 ] || share=$((left - 10))
     env_bv=(); [ "$bv" != plan ] && env_bv=(QLA_BLOCK_V="$bv")
     in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernel_bench.py --backends "${AB_BACKENDS:-qla}" \
-      --heads "$HEADS" --mixes "$MIXES" --budget-s $((share - 20)) --out "$OUT/$l-bv$bv" > "$OUT/$l-bv$bv.log" 2>&1
+      --heads "$HEADS" --mixes "$MIXES" --budget-s $((share - 20)) --out "$OUT/$l-bv$bv" \
+      $([ "${AB_PREBUILD:-1}" = 0 ] && echo --no-prewarm) > "$OUT/$l-bv$bv.log" 2>&1
     echo "[ab] $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
   done
 done
