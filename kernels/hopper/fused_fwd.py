@@ -253,36 +253,35 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         T.copy(xf, tile_s)
 
     @T.macro
-    def load_vt(w, b, v_s, vt):
-        """vt [R, C] = consumer w's Vᵀ from v_s[b, w] ([C tokens, R] in shared), by ldmatrix.trans.
-        vt has the wgmma accumulator layout (as every [R, C] fragment of the chain): thread t of warp
-        wp holds local element 4·kk + 2·h + p = Vᵀ[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p], which is
-        what ``ldmatrix.trans`` hands thread t of the 8×8 matrix (tokens 8kk…, V rows 16wp + 8h…).
-        One x4 instruction loads the matrices (kk, h) = (2s + m/2, m%2) for m = 0..3, lanes 8m…8m+7
-        giving their eight token rows: 4 instructions where there were 32 scalar loads. The v_s
-        address is a logical one: TileLang applies v_s's swizzle to it, which moves whole 16-byte
-        rows of a matrix, so each lane's row stays contiguous. vt goes in as its storage (vt.data):
-        an element access outside T.Parallel would make TileLang replicate the fragment."""
+    def matrices_trans(helper, tile_at, frag):
+        """One [R, C] fragment of the chain to or from a [C tokens, 64 V rows] shared tile by
+        ``ldmatrix`` / ``stmatrix`` .trans (``helper``: a function of MATRIX_HELPERS; ``tile_at(token,
+        v)`` the tile's element, a logical address TileLang swizzles, which moves whole 16-byte rows
+        of a matrix, so each lane's row stays contiguous). The fragment has the wgmma accumulator
+        layout (as every [R, C] fragment of the chain): thread t of warp wp holds local element
+        4·kk + 2·h + p = fragment[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p], which is what the .trans
+        forms hand thread t of the 8×8 matrix (tokens 8kk…, V rows 16wp + 8h…). One x4 instruction
+        moves the matrices (kk, h) = (2s + m/2, m%2) for m = 0..3, lanes 8m…8m+7 giving their eight
+        token rows: 4 instructions where there were 32 scalar shared accesses. The fragment goes in
+        as its storage (frag.data): an element access outside T.Parallel would make TileLang
+        replicate it."""
         lane = T.get_thread_binding() % 32
         wp = T.get_thread_binding() // 32 % 4
         m = lane // 8
         for s in T.unroll(C // 16):
-            T.call_extern("handle", "qla_ldmatrix_x4_trans",
-                          T.access_ptr(v_s[b, w, 16 * s + 8 * (m // 2) + lane % 8, 16 * wp + 8 * (m % 2)], "r", extent=8),
-                          vt.data, 8 * s)
+            T.call_extern("handle", helper, tile_at(16 * s + 8 * (m // 2) + lane % 8, 16 * wp + 8 * (m % 2)),
+                          frag.data, 8 * s)
+
+    @T.macro
+    def load_vt(w, b, v_s, vt):
+        """vt [R, C] = consumer w's Vᵀ from v_s[b, w] ([C tokens, R] in shared)."""
+        matrices_trans("qla_ldmatrix_x4_trans", lambda t, v: T.access_ptr(v_s[b, w, t, v], "r", extent=8), vt)
 
     @T.macro
     def store_ot(w, ob, o_s):
-        """o_s[:, 64w …] = obᵀ ([R, C] in the accumulator layout, the input dtype) by stmatrix.trans:
-        load_vt's mapping run backwards (the same matrices, lanes and register order), into o_s's
-        layout (whatever swizzle TileLang gave it for the TMA store)."""
-        lane = T.get_thread_binding() % 32
-        wp = T.get_thread_binding() // 32 % 4
-        m = lane // 8
-        for s in T.unroll(C // 16):
-            T.call_extern("handle", "qla_stmatrix_x4_trans",
-                          T.access_ptr(o_s[16 * s + 8 * (m // 2) + lane % 8, w * R + 16 * wp + 8 * (m % 2)], "w", extent=8),
-                          ob.data, 8 * s)
+        """o_s[:, 64w …] = obᵀ ([R, C], the input dtype), into o_s's layout (whatever swizzle
+        TileLang gave it for the TMA store)."""
+        matrices_trans("qla_stmatrix_x4_trans", lambda t, v: T.access_ptr(o_s[t, w * R + v], "w", extent=8), ob)
 
     @T.macro
     def consumer(w, X, Xb, vt, xkq, uT, ub, un, oT, decay, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
