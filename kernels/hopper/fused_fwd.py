@@ -125,7 +125,7 @@ LOG2E = 1.4426950408889634
 HALF = "float16"
 # ldmatrix / stmatrix .trans on a register array given as (base, element offset): TileLang's
 # fragment accesses outside T.Parallel make the fragment replicated, so the consumers hand these
-# the fragment's storage itself (its local layout is fixed by the wgmma that shares it: see load_vt).
+# the fragment's storage itself (its local layout is fixed by the wgmma that shares it: see matrices_trans).
 MATRIX_HELPERS = r"""
 __device__ __forceinline__ void qla_ldmatrix_x4_trans(const void* smem, void* regs, int offset) {
   unsigned int* r = reinterpret_cast<unsigned int*>(reinterpret_cast<unsigned short*>(regs) + offset);
