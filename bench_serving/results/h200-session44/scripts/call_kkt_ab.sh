@@ -14,7 +14,7 @@ echo "setup $((SECONDS - t0)) s"
 stamp=$OUT/.stamp; touch $stamp
 AB=.work/ab
 AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V=plan AB_BASE=M-bvplan AB_HEADS=${AB_HEADS:-16/32,16/64,2/8} \
-  AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} AB_DEADLINE=${AB_S:-300} \
+  AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} AB_DEADLINE=${AB_S:-240} \
   bash bench_serving/kernel_ab.sh $OUT/ab M=$AB/kkt_solve_main.py ${AB_EXTRA:-} > $OUT/ab.log 2>&1
 echo "ab $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab.log; cat $OUT/ab/ab.md 2>/dev/null | head -40
 if [ "${TESTS_S:-270}" -gt 0 ]; then
