@@ -1,0 +1,124 @@
+"""How long one kkt_solve CTA takes per chunk when it has the SM (nearly) to itself: the persistent
+kkt_solve (branch exp/kkt-persist) with its grid capped at CTAS CTAs in all instead of 4 per SM.
+
+Why: folding Aβ into the walk (an aux warpgroup that solves chunk c + 1 while the consumers walk
+chunk c, FlashInfer's design) pays only if one warpgroup can produce a chunk's Aβ within the walk's
+chunk step (~2.3 µs at V-block 128: session 43's 16/32 8192×4, ~0.30 ms of walk for 128 chunks).
+kkt_solve's own profile cannot say: 4 CTAs share each SM there. With CTAS = 132 (one CTA per SM)
+the time per chunk iteration is a CTA's latency for K Kᵀ plus G value heads' inverses (the next
+chunk's K prefetched by TMA meanwhile); 264 and 528 show how much sharing hides.
+
+    python kkt_isolated.py [--heads 16/32,16/64] [--ctas 132,264,528] [--tokens 32768] [--out FILE]
+    python kkt_isolated.py --build-only ...     # compile only (no GPU: TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100)
+
+Prints, per head config and grid cap: kkt_solve's median GPU time (CUDA events, 30 calls), the
+chunk iterations each CTA walks, µs per iteration and per (chunk, value head). Every cap's outputs
+(a NaN-poisoned Aβ and γ) must equal the 528 cap's bit for bit: the grid only changes which CTA
+solves a chunk.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import torch
+
+K = 128
+
+
+def build(ks, hopper, H: int, HV: int, ctas: int):
+    """The kkt_solve kernel of ``ks`` (a kkt_solve module with PERSIST_CTAS) with its grid capped at ``ctas``."""
+    saved = ks.PERSIST_CTAS
+    ks.PERSIST_CTAS = ctas
+    try:
+        # contiguous k [T, H, K], g and beta [T, HV]: the strides kernel_bench's inputs have
+        prim = ks.build_kkt_solve(H, HV, K, "bfloat16", False, (H * K, HV, HV))
+    finally:
+        ks.PERSIST_CTAS = saved
+    return hopper._compile(prim, ks.PASS_CONFIGS)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--heads", default="16/32,16/64")
+    ap.add_argument("--ctas", default="132,264,528")
+    ap.add_argument("--tokens", type=int, default=32768)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+
+    import qla_serve
+    from qla_serve.kernels import hopper
+    from qla_serve.kernels.hopper import kkt_solve as ks
+
+    if not hasattr(ks, "PERSIST_CTAS"):
+        print("kkt_isolated.py: this kkt_solve has no persistent grid (PERSIST_CTAS): run it on exp/kkt-persist",
+              file=sys.stderr)
+        return 2
+    heads = [tuple(int(x) for x in h.split("/")) for h in args.heads.split(",")]
+    caps = [int(x) for x in args.ctas.split(",")]
+    T_ = args.tokens
+    rows = []
+    for H, HV in heads:
+        kernels = {n: build(ks, hopper, H, HV, n) for n in caps}
+        if args.build_only:
+            print(f"{H}/{HV}: built caps {caps}")
+            continue
+        dev = torch.device("cuda", torch.cuda.current_device())
+        gen = torch.Generator(device=dev).manual_seed(0)
+        k = torch.nn.functional.normalize(torch.randn(T_, H, K, device=dev, generator=gen), dim=-1).bfloat16()
+        g = torch.nn.functional.logsigmoid(torch.randn(T_, HV, device=dev, generator=gen) + 2.0)
+        beta = torch.rand(T_, HV, device=dev, generator=gen)
+        plan = qla_serve.plan_prefill(torch.tensor([0, T_], dtype=torch.int32), device=dev)
+        nc = plan.num_chunks
+        for n in caps:
+            gcum = torch.full((T_, HV), float("nan"), device=dev)
+            a = torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev)
+            kern = kernels[n]
+            kern(k, g, beta, plan.chunk_bounds, gcum, a)
+            torch.cuda.synchronize()
+            for _ in range(3):
+                kern(k, g, beta, plan.chunk_bounds, gcum, a)
+            times = []
+            for _ in range(args.reps):
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record()
+                kern(k, g, beta, plan.chunk_bounds, gcum, a)
+                e1.record()
+                e1.synchronize()
+                times.append(e0.elapsed_time(e1) * 1e3)
+            t_us = sorted(times)[len(times) // 2]
+            gx = min(nc, max(1, n // H))          # the grid's width along the chunks (S = 1 here)
+            iters = math.ceil(nc / gx)
+            rows.append({"heads": f"{H}/{HV}", "tokens": T_, "chunks": nc, "ctas_cap": n, "grid": [gx, H],
+                         "kkt_us": t_us, "iters_per_cta": iters, "us_per_iter": t_us / iters,
+                         "us_per_chunk_value_head": t_us / iters / (HV // H),
+                         "finite": bool(torch.isfinite(a).all() and torch.isfinite(gcum).all()),
+                         "gpu": torch.cuda.get_device_name()})
+            print(json.dumps(rows[-1]), flush=True)
+        # bit-identity against the widest cap, each on fresh NaN-poisoned outputs
+        kref = kernels[max(caps)]
+        gref = torch.full((T_, HV), float("nan"), device=dev)
+        aref = torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev)
+        kref(k, g, beta, plan.chunk_bounds, gref, aref)
+        for n in caps:
+            gc = torch.full((T_, HV), float("nan"), device=dev)
+            ac = torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev)
+            kernels[n](k, g, beta, plan.chunk_bounds, gc, ac)
+            torch.cuda.synchronize()
+            ok = torch.equal(gc, gref) and torch.equal(ac, aref)
+            print(f"{H}/{HV} cap {n}: outputs equal the {max(caps)} cap's: {ok}")
+            for r in rows:
+                if r["heads"] == f"{H}/{HV}" and r["ctas_cap"] == n:
+                    r["equal_to_widest"] = ok
+        if args.out:        # after every head config: a call cut short keeps what it measured
+            with open(args.out, "w") as f:
+                json.dump({"command": " ".join(sys.argv), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
