@@ -10,18 +10,11 @@
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
-stamp=$OUT/.stamp; touch $stamp
 AB=.work/ab
 AB_TESTS=0 AB_BLOCK_V=plan AB_BASE=M-bvplan AB_HEADS=${AB_HEADS:-16/32,2/8} AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} \
   AB_DEADLINE=${AB_S:-280} bash bench_serving/kernel_ab.sh $OUT/ab M=$AB/fused_fwd_main.py \
   L=$AB/fused_fwd_l.py A=$AB/fused_fwd_async.py > $OUT/ab.log 2>&1
 echo "ab $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab.log; cat $OUT/ab/ab.md 2>/dev/null | head -40
-if [ "${TESTS_S:-200}" -gt 0 ]; then
-  QLA_ERR_LOG=$OUT/errs.jsonl timeout -k 5 ${TESTS_S:-200} python3 -m pytest -m gpu -p no:cacheprovider -rA \
-    ${TEST_K:+-k "$TEST_K"} tests/test_hopper_gpu.py > $OUT/tests.log 2>&1
-  echo "tests rc=$? $((SECONDS - t0)) s: $(tail -n 1 $OUT/tests.log)"
-  grep -E "^(FAILED|ERROR)" $OUT/tests.log | cut -c1-300
-fi
-n=$(cd $TILELANG_CACHE_DIR && find 0.1.15/linux-x86_64/kernels -mindepth 1 -maxdepth 1 -newer $stamp | wc -l)
-echo "compiled here: $n kernels"
+gpu_tests 200
+compiled_here
 finish

@@ -11,7 +11,7 @@ chunk's K prefetched by TMA meanwhile); 264 and 528 show how much sharing hides.
     python kkt_isolated.py [--heads 16/32,16/64] [--ctas 132,264,528] [--tokens 32768] [--out FILE]
     python kkt_isolated.py --build-only ...     # compile only (no GPU: TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100)
 
-Prints, per head config and grid cap: kkt_solve's median GPU time (CUDA events, 30 calls), the
+Prints, per head config and grid cap: kkt_solve's median time (``kernel_bench.bench``), the
 chunk iterations each CTA walks, µs per iteration and per (chunk, value head). Every cap's outputs
 (a NaN-poisoned Aβ and γ) must equal the 528 cap's bit for bit: the grid only changes which CTA
 solves a chunk.
@@ -22,8 +22,12 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+import kernel_bench as kb  # noqa: E402
 
 K = 128
 
@@ -40,12 +44,17 @@ def build(ks, hopper, H: int, HV: int, ctas: int):
     return hopper._compile(prim, ks.PASS_CONFIGS)
 
 
+def poisoned(T_: int, HV: int, dev) -> tuple[torch.Tensor, torch.Tensor]:
+    """γ [T, HV] and Aβ [T, HV, 64] outputs filled with NaN, so that an unwritten element shows."""
+    return (torch.full((T_, HV), float("nan"), device=dev),
+            torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads", default="16/32,16/64")
     ap.add_argument("--ctas", default="132,264,528")
     ap.add_argument("--tokens", type=int, default=32768)
-    ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
@@ -68,29 +77,14 @@ def main(argv=None) -> int:
             print(f"{H}/{HV}: built caps {caps}")
             continue
         dev = torch.device("cuda", torch.cuda.current_device())
-        gen = torch.Generator(device=dev).manual_seed(0)
-        k = torch.nn.functional.normalize(torch.randn(T_, H, K, device=dev, generator=gen), dim=-1).bfloat16()
-        g = torch.nn.functional.logsigmoid(torch.randn(T_, HV, device=dev, generator=gen) + 2.0)
-        beta = torch.rand(T_, HV, device=dev, generator=gen)
-        plan = qla_serve.plan_prefill(torch.tensor([0, T_], dtype=torch.int32), device=dev)
+        x = kb.make_inputs([T_], H, HV)         # the kernel table's inputs (unit-norm k)
+        k, g, beta = x["k"], x["g"], x["beta"]
+        plan = qla_serve.plan_prefill(x["cu_cpu"], device=dev)
         nc = plan.num_chunks
         for n in caps:
-            gcum = torch.full((T_, HV), float("nan"), device=dev)
-            a = torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev)
+            gcum, a = poisoned(T_, HV, dev)
             kern = kernels[n]
-            kern(k, g, beta, plan.chunk_bounds, gcum, a)
-            torch.cuda.synchronize()
-            for _ in range(3):
-                kern(k, g, beta, plan.chunk_bounds, gcum, a)
-            times = []
-            for _ in range(args.reps):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                kern(k, g, beta, plan.chunk_bounds, gcum, a)
-                e1.record()
-                e1.synchronize()
-                times.append(e0.elapsed_time(e1) * 1e3)
-            t_us = sorted(times)[len(times) // 2]
+            t_us = kb.bench(lambda: kern(k, g, beta, plan.chunk_bounds, gcum, a)) * 1e3
             gx = min(nc, max(1, n // H))          # the grid's width along the chunks (S = 1 here)
             iters = math.ceil(nc / gx)
             rows.append({"heads": f"{H}/{HV}", "tokens": T_, "chunks": nc, "ctas_cap": n, "grid": [gx, H],
@@ -100,13 +94,10 @@ def main(argv=None) -> int:
                          "gpu": torch.cuda.get_device_name()})
             print(json.dumps(rows[-1]), flush=True)
         # bit-identity against the widest cap, each on fresh NaN-poisoned outputs
-        kref = kernels[max(caps)]
-        gref = torch.full((T_, HV), float("nan"), device=dev)
-        aref = torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev)
-        kref(k, g, beta, plan.chunk_bounds, gref, aref)
+        gref, aref = poisoned(T_, HV, dev)
+        kernels[max(caps)](k, g, beta, plan.chunk_bounds, gref, aref)
         for n in caps:
-            gc = torch.full((T_, HV), float("nan"), device=dev)
-            ac = torch.full((T_, HV, 64), float("nan"), dtype=torch.float16, device=dev)
+            gc, ac = poisoned(T_, HV, dev)
             kernels[n](k, g, beta, plan.chunk_bounds, gc, ac)
             torch.cuda.synchronize()
             ok = torch.equal(gc, gref) and torch.equal(ac, aref)
