@@ -17,6 +17,9 @@
 # to the checkout at the plan's V-block). An alternative file is taken from an untracked or carried path,
 # since the device machine gets the working tree without git history:
 #   git show exp/x:kernels/hopper/fused_fwd.py > .work/ab/x.py      # carry [".work/ab"]
+# AB_LABEL_ENV="LABEL:VAR=VALUE ..." sets VAR for everything run in that label's copy (its tests,
+# prebuild and timed runs): e.g. a label whose file is the checkout's own, run with an experiment's
+# switch on (AB_LABEL_ENV="F:QLA_FUSED_ABETA=1" ... F=kernels/hopper/fused_fwd.py).
 # AB_BUILD_ONLY=1 only compiles every label's bench kernels (and, unless AB_TESTS=0, the GPU tests'
 # kernels of the alternatives) into TileLang's disk cache, AB_PROCESSES workers a label (default 8;
 # AB_SKIP_TREE=1 leaves the checkout's to the caller): beside other builds, so that the timed runs
@@ -59,8 +62,10 @@ make_site() {  # label file → OUT/site-<label>, laid out like the installed pa
     || { echo "[ab] $1: the copy is not what imports" >&2; return 1; }
 }
 in_site() {  # label cmd... : run cmd inside that label's copy (kept in front of the caller's
-  local site="$OUT/site-$1"; shift          # PYTHONPATH, which brings tilelang on the H200 image)
-  (cd "$site" && PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$@")
+  local site="$OUT/site-$1" e extra=()     # PYTHONPATH, which brings tilelang on the H200 image)
+  for e in ${AB_LABEL_ENV:-}; do [ "${e%%:*}" = "$1" ] && extra+=("${e#*:}"); done
+  shift
+  (cd "$site" && env "${extra[@]}" PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$@")
 }
 
 labels=(tree) files=("")

@@ -10,13 +10,13 @@ echo "cached kernels: $(ls $TILELANG_CACHE_DIR/0.1.15/linux-x86_64/kernels 2>/de
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/pip.log" 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/gpu.txt
 STAMP=$OUT/.stamp; touch $STAMP   # kernels newer than this were compiled in this call
-gpu_tests() {   # the GPU test file on the tree, one process: $1 s unless TESTS_S says (0 skips); TEST_K selects
-  local s=${TESTS_S:-$1}
+gpu_tests() {   # the GPU test file on the tree, one process: $1 s unless TESTS_S says (0 skips); TEST_K selects;
+  local s=${TESTS_S:-$1} log=${TESTS_LOG:-tests}    # TESTS_LOG names its log and error record (default tests, errs)
   [ "$s" -gt 0 ] || return 0
-  QLA_ERR_LOG=$OUT/errs.jsonl timeout -k 5 $s python3 -m pytest -m gpu -p no:cacheprovider -rA \
-    ${TEST_K:+-k "$TEST_K"} tests/test_hopper_gpu.py > $OUT/tests.log 2>&1
-  echo "tests rc=$? $((SECONDS - t0)) s: $(tail -n 1 $OUT/tests.log)"
-  grep -E "^(FAILED|ERROR)" $OUT/tests.log | cut -c1-300
+  QLA_ERR_LOG=$OUT/${TESTS_LOG:-errs}.jsonl timeout -k 5 $s python3 -m pytest -m gpu -p no:cacheprovider -rA \
+    ${TEST_K:+-k "$TEST_K"} tests/test_hopper_gpu.py > $OUT/$log.log 2>&1
+  echo "$log rc=$? $((SECONDS - t0)) s: $(tail -n 1 $OUT/$log.log)"
+  grep -E "^(FAILED|ERROR)" $OUT/$log.log | cut -c1-300
 }
 compiled_here() {
   echo "compiled here: $(cd $TILELANG_CACHE_DIR && find 0.1.15/linux-x86_64/kernels -mindepth 1 -maxdepth 1 -newer $STAMP | wc -l) kernels"
