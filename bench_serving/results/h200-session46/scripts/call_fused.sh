@@ -10,6 +10,9 @@
 #        AB_HEADS × AB_MIXES at the plan's V-block and at V-block 64 (where WG_P has 160 registers and
 #        no spill; at 128 it has 64 and spills 4 STL / ~46 LDL), each label in its own process; the
 #        table's qla_ms ratios F/tree are the answer.
+#   MODE=ncu (~300 s): ncu_walk.sh of the fused walk at 16/32 1×32768 with CP (issue 4's row): WG_P's
+#     busy share and the consumers' wait on ab_ready, by role (h200-session42/exp/ncu_roles.py reads
+#     the output walk's source page).
 #   MODE=tests (~450 s): the whole GPU test file with the switch on (every prefill the tests run takes
 #     the fused walk: plain, CP partials, CP output; the persistent form is off under the switch),
 #     then its oracle errors against session 43's record of main (bench_serving/err_compare.py).
@@ -23,6 +26,8 @@ if [ "${MODE:-ab}" = tests ]; then
   python3 bench_serving/err_compare.py $OUT/tests-fused.jsonl bench_serving/results/h200-session43/b-tests/errs-call3.jsonl \
     bench_serving/results/h200-session43/b-tests/errs-call4.jsonl > $OUT/err-compare.txt 2>&1
   tail -n 4 $OUT/err-compare.txt
+elif [ "${MODE:-ab}" = ncu ]; then
+  QLA_FUSED_ABETA=1 QLA_CP=1 timeout -k 5 ${NCU_S:-480} bash bench_serving/ncu_walk.sh $OUT/ncu-fused 16/32 1x32768
 else
   QLA_FUSED_ABETA=1 TESTS_LOG=tests-fused-quick \
     TEST_K="${TEST_K:-gva1-fp32-vk-g30-bv128 or gva2-bf16-kv-g3-bv64 or gva8 or single-tokens or under-one-chunk or P8-tail}" \
