@@ -5,7 +5,8 @@
 #   MODE=ab (default; ~560 s):
 #     1. a quick subset of the GPU tests with the switch on (TESTS_S=110: plain walk at both V-blocks,
 #        GVA 1/2/8, single tokens, a partial chunk, CP with tail starts): a wrong or hung fused walk
-#        shows here, and then nothing is timed (the call ends with the tests' log);
+#        shows here, and then the fused walk is not timed (the call runs session 44's kkt-persist A/B
+#        instead, when .work/ab/kkt_solve_persist.py is carried);
 #     2. kernel_ab.sh: tree (main's kernels, the switch off) against F (the same files, switch on),
 #        AB_HEADS × AB_MIXES at the plan's V-block and at V-block 64 (where WG_P has 160 registers and
 #        no spill; at 128 it has 64 and spills 4 STL / ~46 LDL), each label in its own process; the
@@ -34,8 +35,17 @@ else
     gpu_tests ${TESTS_S:-110}
   last=$(tail -n 1 $OUT/tests-fused-quick.log)
   if [[ "$last" != *passed* || "$last" == *failed* || "$last" == *error* ]]; then
-    # a wrong or hung fused walk: nothing worth timing; the call ends with the tests' log
-    echo "fused quick tests did not pass: A/B skipped"; compiled_here; finish; exit 0
+    # A wrong or hung fused walk: nothing of it worth timing. The rest of the call goes to session
+    # 44's A/B (its persistent kkt_solve as label P against the tree's, the switch off), when its
+    # file is carried: .work/ab/kkt_solve_persist.py (git show exp/kkt-persist:kernels/hopper/kkt_solve.py).
+    echo "fused quick tests did not pass: their A/B skipped"
+    if [ -f .work/ab/kkt_solve_persist.py ]; then
+      AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V=plan AB_HEADS=${AB_HEADS:-16/32,16/64,2/8} \
+        AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} AB_DEADLINE=$(( ${AB_END:-560} - (SECONDS - t0) )) \
+        bash bench_serving/kernel_ab.sh $OUT/ab-kkt P=.work/ab/kkt_solve_persist.py > $OUT/ab-kkt.log 2>&1
+      echo "kkt A/B $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab-kkt.log; cat $OUT/ab-kkt/ab.md 2>/dev/null | head -30
+    fi
+    compiled_here; finish; exit 0
   fi
   AB_LABEL_ENV="F:QLA_FUSED_ABETA=1" AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V="${AB_BLOCK_V:-plan 64}" \
     AB_HEADS=${AB_HEADS:-16/32,16/64,2/8} AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} \
