@@ -114,7 +114,12 @@ def _errors(seed, g_min, correlated, nvalid, scheme="f16"):
     k, g, beta = _inputs(seed, g_min, correlated)
     lf, beta_m = gated_l(k, g, beta, nvalid)
     assert torch.isfinite(lf).all()
-    x = kernel_scheme(lf, scheme)
+    return scheme_errors(lf, beta_m, kernel_scheme(lf, scheme))
+
+
+def scheme_errors(lf, beta_m, x):
+    """An inverse X of (I + lf) against fp64: its worst error relative to max |X|, and that of what
+    leaves the kernel, Aβ = X · diag(β) in fp16, relative to max |Aβ|; and that Aβ."""
     ref = reference(lf)
     assert torch.isfinite(x).all()
     assert (x.triu(1) == 0).all()
