@@ -21,6 +21,12 @@
 # the tests' variants and the bench's 16/32, 16/64, 2/8, built on the CPU machine).
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
+ab() {   # NAME LABEL=FILE … : kernel_ab.sh into $OUT/NAME on AB_HEADS × AB_MIXES until AB_END s into the call
+  local name=$1; shift
+  AB_TESTS=0 AB_PREBUILD=0 AB_HEADS=${AB_HEADS:-16/32,16/64,2/8} AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} \
+    AB_DEADLINE=$(( ${AB_END:-560} - (SECONDS - t0) )) bash bench_serving/kernel_ab.sh $OUT/$name "$@" > $OUT/$name.log 2>&1
+  echo "$name $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/$name.log; cat $OUT/$name/ab.md 2>/dev/null | head -40
+}
 echo "setup $((SECONDS - t0)) s"
 if [ "${MODE:-ab}" = tests ]; then
   QLA_FUSED_ABETA=1 TESTS_LOG=tests-fused gpu_tests ${TESTS_S:-420}
@@ -39,19 +45,10 @@ else
     # 44's A/B (its persistent kkt_solve as label P against the tree's, the switch off), when its
     # file is carried: .work/ab/kkt_solve_persist.py (git show exp/kkt-persist:kernels/hopper/kkt_solve.py).
     echo "fused quick tests did not pass: their A/B skipped"
-    if [ -f .work/ab/kkt_solve_persist.py ]; then
-      AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V=plan AB_HEADS=${AB_HEADS:-16/32,16/64,2/8} \
-        AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} AB_DEADLINE=$(( ${AB_END:-560} - (SECONDS - t0) )) \
-        bash bench_serving/kernel_ab.sh $OUT/ab-kkt P=.work/ab/kkt_solve_persist.py > $OUT/ab-kkt.log 2>&1
-      echo "kkt A/B $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab-kkt.log; cat $OUT/ab-kkt/ab.md 2>/dev/null | head -30
-    fi
+    [ -f .work/ab/kkt_solve_persist.py ] && AB_BLOCK_V=plan ab ab-kkt P=.work/ab/kkt_solve_persist.py
     compiled_here; finish; exit 0
   fi
-  AB_LABEL_ENV="F:QLA_FUSED_ABETA=1" AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V="${AB_BLOCK_V:-plan 64}" \
-    AB_HEADS=${AB_HEADS:-16/32,16/64,2/8} AB_MIXES=${AB_MIXES:-1x32768,8192x4,1024x8,16x512} \
-    AB_DEADLINE=$(( ${AB_END:-560} - (SECONDS - t0) )) \
-    bash bench_serving/kernel_ab.sh $OUT/ab F=kernels/hopper/fused_fwd.py > $OUT/ab.log 2>&1
-  echo "ab $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab.log; cat $OUT/ab/ab.md 2>/dev/null | head -40
+  AB_LABEL_ENV="F:QLA_FUSED_ABETA=1" AB_BLOCK_V="${AB_BLOCK_V:-plan 64}" ab ab F=kernels/hopper/fused_fwd.py
 fi
 compiled_here
 finish
