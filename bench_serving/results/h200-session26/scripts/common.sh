@@ -12,11 +12,18 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 STAMP=$OUT/.stamp; touch $STAMP   # kernels newer than this were compiled in this call
 gpu_tests() {   # the GPU test file on the tree, one process: $1 s unless TESTS_S says (0 skips); TEST_K selects;
   local s=${TESTS_S:-$1} log=${TESTS_LOG:-tests}    # TESTS_LOG names its log and error record (default tests, errs)
-  [ "$s" -gt 0 ] || return 0
+  [ "$s" -gt 0 ] || return 2                        # status: 0 all selected tests passed, 1 not, 2 not run
   QLA_ERR_LOG=$OUT/${TESTS_LOG:-errs}.jsonl timeout -k 5 $s python3 -m pytest -m gpu -p no:cacheprovider -rA \
     ${TEST_K:+-k "$TEST_K"} tests/test_hopper_gpu.py > $OUT/$log.log 2>&1
-  echo "$log rc=$? $((SECONDS - t0)) s: $(tail -n 1 $OUT/$log.log)"
+  local rc=$? last; last=$(tail -n 1 $OUT/$log.log)
+  echo "$log rc=$rc $((SECONDS - t0)) s: $last"
   grep -E "^(FAILED|ERROR)" $OUT/$log.log | cut -c1-300
+  [[ "$last" == *passed* && "$last" != *failed* && "$last" != *error* ]]
+}
+errs_vs_main() {   # LOG: the error record $OUT/LOG.jsonl against session 43's record of main's kernels
+  python3 bench_serving/err_compare.py $OUT/$1.jsonl bench_serving/results/h200-session43/b-tests/errs-call3.jsonl \
+    bench_serving/results/h200-session43/b-tests/errs-call4.jsonl > $OUT/err-compare.txt 2>&1
+  tail -n 5 $OUT/err-compare.txt
 }
 compiled_here() {
   echo "compiled here: $(cd $TILELANG_CACHE_DIR && find 0.1.15/linux-x86_64/kernels -mindepth 1 -maxdepth 1 -newer $STAMP | wc -l) kernels"

@@ -30,17 +30,14 @@ ab() {   # NAME LABEL=FILE … : kernel_ab.sh into $OUT/NAME on AB_HEADS × AB_M
 echo "setup $((SECONDS - t0)) s"
 if [ "${MODE:-ab}" = tests ]; then
   QLA_FUSED_ABETA=1 TESTS_LOG=tests-fused gpu_tests ${TESTS_S:-420}
-  python3 bench_serving/err_compare.py $OUT/tests-fused.jsonl bench_serving/results/h200-session43/b-tests/errs-call3.jsonl \
-    bench_serving/results/h200-session43/b-tests/errs-call4.jsonl > $OUT/err-compare.txt 2>&1
-  tail -n 4 $OUT/err-compare.txt
+  errs_vs_main tests-fused
 elif [ "${MODE:-ab}" = ncu ]; then
   QLA_FUSED_ABETA=1 QLA_CP=1 timeout -k 5 ${NCU_S:-480} bash bench_serving/ncu_walk.sh $OUT/ncu-fused 16/32 1x32768
 else
   QLA_FUSED_ABETA=1 TESTS_LOG=tests-fused-quick \
     TEST_K="${TEST_K:-(gva1-fp32-vk-g30-bv128 or gva2-bf16-kv-g3-bv64 or gva8 or single-tokens or under-one-chunk or P8-tail) and not kkt-forms}" \
     gpu_tests ${TESTS_S:-110}
-  last=$(tail -n 1 $OUT/tests-fused-quick.log)
-  if [[ "$last" != *passed* || "$last" == *failed* || "$last" == *error* ]]; then
+  if [ $? -ne 0 ]; then
     # A wrong or hung fused walk: nothing of it worth timing. The rest of the call goes to session
     # 44's A/B (its persistent kkt_solve as label P against the tree's, the switch off), when its
     # file is carried: .work/ab/kkt_solve_persist.py (git show exp/kkt-persist:kernels/hopper/kkt_solve.py).

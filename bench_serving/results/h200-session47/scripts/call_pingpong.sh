@@ -13,15 +13,12 @@ source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
 if [ "${MODE:-ab}" = tests ]; then
   QLA_PINGPONG=1 TESTS_LOG=tests-pingpong gpu_tests ${TESTS_S:-420}
-  python3 bench_serving/err_compare.py $OUT/tests-pingpong.jsonl bench_serving/results/h200-session43/b-tests/errs-call3.jsonl \
-    bench_serving/results/h200-session43/b-tests/errs-call4.jsonl > $OUT/err-compare.txt 2>&1
-  tail -n 4 $OUT/err-compare.txt
+  errs_vs_main tests-pingpong
 else
   QLA_PINGPONG=1 TESTS_LOG=tests-pingpong-quick \
     TEST_K="${TEST_K:-(gva1-fp32-vk-g30-bv128 or gva8 or single-tokens or under-one-chunk or P8-tail or 5ctas) and not kkt-forms}" \
     gpu_tests ${TESTS_S:-110}
-  last=$(tail -n 1 $OUT/tests-pingpong-quick.log)
-  if [[ "$last" != *passed* || "$last" == *failed* || "$last" == *error* ]]; then
+  if [ $? -ne 0 ]; then
     echo "ping-pong quick tests did not pass: nothing timed"; compiled_here; finish; exit 0
   fi
   AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V=plan AB_LABEL_ENV="G:QLA_PINGPONG=1" AB_HEADS=${AB_HEADS:-16/64,16/32,2/8} \
