@@ -5,7 +5,7 @@ to $QLA_ERR_LOG): per case, o and state error of the new record over the referen
 
 Cases are matched by their "case" tag (a case logged more than once keeps its last record; the
 references are merged in order). Prints each matched case's two ratios, then the range and median
-of each, and the cases only one side has. Exit status 0; it reports, the tests judge.
+of each, how many cases have both errors bit-equal to the reference's, and the cases only one side has. Exit status 0; it reports, the tests judge.
 """
 import json
 import statistics
@@ -40,6 +40,10 @@ def main(argv=None) -> int:
     for name, rs in ratios.items():
         if rs:
             print(f"{name}: ×{min(rs):.2f}–{max(rs):.2f}, median ×{statistics.median(rs):.2f} over {len(rs)} cases")
+    if both:
+        # ×1.00 above is rounded; equal floats say the kernels' outputs were most likely identical
+        same = sum(new[c]["o_err"] == ref[c]["o_err"] and new[c]["state_err"] == ref[c]["state_err"] for c in both)
+        print(f"errors bit-equal to the reference: {same} of {len(both)} cases")
     only_new = sorted(set(new) - set(ref))
     only_ref = sorted(set(ref) - set(new))
     if only_new:
