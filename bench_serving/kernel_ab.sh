@@ -113,7 +113,7 @@ for bv in "${widths_run[@]}"; do
     in_site "$l" env "${env_bv[@]}" timeout "$share" "$PY" bench_serving/kernel_bench.py --backends "${AB_BACKENDS:-qla}" \
       --heads "$HEADS" --mixes "$MIXES" --budget-s $((share - 20)) --out "$OUT/$l-bv$bv" \
       $([ "${AB_PREBUILD:-1}" = 0 ] && echo --no-prewarm) > "$OUT/$l-bv$bv.log" 2>&1
-    echo "[ab] $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
+    echo "[ab] $(date +%T) $l bv=$bv: $(grep -c qla_ms "$OUT/$l-bv$bv/kernels.json" 2>/dev/null || echo 0) rows"
   done
 done
 rm -rf "$OUT"/site-*
