@@ -16,7 +16,7 @@ if [ "${MODE:-ab}" = tests ]; then
   errs_vs_main tests-pingpong
 else
   QLA_PINGPONG=1 TESTS_LOG=tests-pingpong-quick \
-    TEST_K="${TEST_K:-(gva1-fp32-vk-g30-bv128 or gva8 or single-tokens or under-one-chunk or P8-tail or 5ctas) and not kkt-forms}" \
+    TEST_K="${TEST_K:-$QUICK_K}" \
     gpu_tests ${TESTS_S:-110}
   if [ $? -ne 0 ]; then
     echo "ping-pong quick tests did not pass: nothing timed"; compiled_here; finish; exit 0

@@ -16,10 +16,9 @@ if [ "${MODE:-ab}" = tests ]; then
   QLA_O_WG=${OWG:-1} TESTS_LOG=tests-owg${OWG:-1} gpu_tests ${TESTS_S:-420}
   errs_vs_main tests-owg${OWG:-1}
 else
-  quick="(gva1-fp32-vk-g30-bv128 or gva8 or single-tokens or under-one-chunk or P8-tail or 5ctas) and not kkt-forms"
   labels=(); envs=""
   for m in 1 2; do
-    QLA_O_WG=$m TESTS_LOG=tests-owg$m-quick TEST_K="${TEST_K:-$quick}" gpu_tests ${TESTS_S:-90}
+    QLA_O_WG=$m TESTS_LOG=tests-owg$m-quick TEST_K="${TEST_K:-$QUICK_K}" gpu_tests ${TESTS_S:-90}
     if [ $? -eq 0 ]; then
       l=$([ $m = 1 ] && echo O || echo A); labels+=("$l=kernels/hopper/fused_fwd.py"); envs="$envs $l:QLA_O_WG=$m"
     else
