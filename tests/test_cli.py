@@ -153,3 +153,19 @@ def test_l2norm_variants_run_the_pass_then_the_plain_kernels(monkeypatch):
     monkeypatch.setenv(hopper.L2NORM_ENV, "fast")
     with pytest.raises(ValueError, match="QLA_L2NORM"):
         hopper.l2norm_in_pass()
+
+
+def test_output_warpgroup_switch_is_read_per_call_and_checked(monkeypatch):
+    """QLA_O_WG (an A/B aid) picks the walk's output form: unset or 0 the default, 1 or 2 the output
+    warpgroup; anything else is refused by name rather than read as off."""
+    from qla_serve.kernels import hopper
+
+    monkeypatch.delenv(hopper.O_WG_ENV, raising=False)
+    assert hopper.output_warpgroup() == 0
+    for got, want in (("", 0), ("0", 0), ("1", 1), ("2", 2)):
+        monkeypatch.setenv(hopper.O_WG_ENV, got)
+        assert hopper.output_warpgroup() == want
+    for bad in ("3", "on", "-1"):
+        monkeypatch.setenv(hopper.O_WG_ENV, bad)
+        with pytest.raises(ValueError, match="QLA_O_WG"):
+            hopper.output_warpgroup()
