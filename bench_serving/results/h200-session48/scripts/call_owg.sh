@@ -1,3 +1,5 @@
+# SUPERSEDED: use bench_serving/results/h200-session49/scripts/call_owg.sh (the form is on main since
+# session 49; the branch and the caches this script names were not kept).
 # Session 48: run from the branch exp/o-warpgroup. QLA_O_WG=1 takes the output off the consumers'
 # chain: they hand X's bf16 copy and Uᵀ to WG_P through shared memory, and WG_P makes
 # O = scale · e^γ ⊙ Q Xbᵀ + P U (fused_fwd's o_wg). QLA_O_WG=2 also stores those hand-offs under the
