@@ -72,8 +72,10 @@ chain instead of inside it. Per chunk the consumers keep X Kᵀ (N = 64), Wᵀ, 
 proxy fence and an mbarrier: X's bf16 copy into ``xb_s`` [BV, K] before X Kᵀ, Uᵀ in fp16 (after the
 select) into ``u_s`` [BV, C] before the update. WG_P makes P into its registers (fp16, the A operand
 of P U), then O = scale · e^{γ_i} ⊙ (Q Xbᵀ) (SS, N = BV) + P U (RS) untransposed, and writes the O
-tile for the store warp. Mode 2 also issues X Kᵀ and the update without their wait and stores the
-hand-offs under them. Barriers: ``xb_ready`` / ``xb_free`` and ``u_ready`` / ``u_free`` (single
+tile for the store warp. Mode 2 also issues Wᵀ Aβᵀ and the update without their wait and stores
+the hand-offs under them (X's copy under Wᵀ Aβᵀ rather than under X Kᵀ, whose A operand it is: PTX
+leaves reading an in-flight product's A registers undefined), so X's copy reaches WG_P one product
+later than in mode 1. Barriers: ``xb_ready`` / ``xb_free`` and ``u_ready`` / ``u_free`` (single
 tiles: a consumer waits for WG_P to have read the previous chunk's before it stores), ``o_ready``
 from WG_P; ``p_s``, ``p_ready`` and ``w_free`` go unused. Registers: consumers 176, WG_P 128 at
 V-block 128 (:data:`NREG_O_WG`); shared memory 177.5 KiB there (main's 145.5), so an fp32 pool's
@@ -211,7 +213,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     ``output_warpgroup`` (phases 0 and 3; an A/B switch, ``QLA_O_WG``, not yet measured on a GPU): 0
     the walk above; 1 WG_P makes the output, so the consumers' chain holds only the state's products
     (see "The output warpgroup"); 2 as 1, and the consumers' two hand-off stores run under their
-    X Kᵀ and update, issued without their wait."""
+    Wᵀ Aβᵀ and update, issued without their wait."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
     if persistent and phase != 0:
@@ -444,19 +446,22 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 if o_wg:
                     # The state's chain alone (see "The output warpgroup"): (K S)ᵀ = X Kᵀ (N = 64),
                     # Wᵀ, Uᵀ = Wᵀ Aβᵀ, the update. X's bf16 copy and Uᵀ go to WG_P through shared.
-                    T.barrier_wait(xb_free, (u + 1) % 2)        # WG_P has read the previous chunk's
+                    if o_wg == 1:
+                        T.barrier_wait(xb_free, (u + 1) % 2)    # WG_P has read the previous chunk's
+                        hand_over(w, xb_s, Xb, K, xb_ready)
+                    T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
+                    for i, j in T.Parallel(R, C):
+                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
                     if o_wg == 2:
-                        # the hand-off store under the product (stmatrix only reads Xb, the product's A)
-                        T.wgmma_gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
+                        # X's copy stored under Wᵀ Aβᵀ, not under X Kᵀ: PTX leaves reading a product's
+                        # own A registers (Xb) before its wait undefined; W and Aβ are this one's
+                        T.wgmma_gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
+                        T.barrier_wait(xb_free, (u + 1) % 2)
                         hand_over(w, xb_s, Xb, K, xb_ready)
                         T.wait_wgmma(0)
                         T.warpgroup_fence_operand(uT, num_regs=R * C // 128)    # no read of uT above the wait
                     else:
-                        hand_over(w, xb_s, Xb, K, xb_ready)
-                        T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
-                    for i, j in T.Parallel(R, C):
-                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
-                    T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
+                        T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
                     nvalid = T.min(eos - bos - c * C, C)
                     if nvalid < C:      # as below: Uᵀ's columns past eos are the next sequence's
                         for i, j in T.Parallel(R, C):
@@ -470,6 +475,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         X[i, j] = X[i, j] * decay[0]
                     T.barrier_wait(u_free, (u + 1) % 2)
                     if o_wg == 2:
+                        # Uᵀ's copy stored under the update, whose A operand is un
                         T.wgmma_gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)
                         hand_over(w, u_s, ub, C, u_ready)
                         T.wait_wgmma(0)

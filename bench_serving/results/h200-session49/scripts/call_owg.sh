@@ -1,7 +1,7 @@
 # Session 49: the output warpgroup (fused_fwd's output_warpgroup, on main behind QLA_O_WG since this
 # session; session 48 built it on a branch that a new checkout did not keep). QLA_O_WG=1: the
 # consumers hand X's bf16 copy and Uᵀ to WG_P through shared memory and WG_P makes
-# O = scale · e^γ ⊙ Q Xbᵀ + P U; QLA_O_WG=2 also stores those hand-offs under the consumers' X Kᵀ and
+# O = scale · e^γ ⊙ Q Xbᵀ + P U; QLA_O_WG=2 also stores those hand-offs under the consumers' Wᵀ Aβᵀ and
 # update, issued without their wait. Unset, every kernel is the default walk's.
 # Calls on one warm machine (it keeps .gpu-cache/ between calls that come within 30 s):
 #   MODE=prep  builds every kernel the quick tests and the A/B need (16 processes; whatever a carried
