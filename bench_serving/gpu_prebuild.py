@@ -2,7 +2,7 @@
 into TileLang's disk cache, in parallel worker processes (one nvcc per core), so that the tests and
 the bench load instead of compiling one kernel at a time (~10 s each; ~150 kernels in all).
 
-    python bench_serving/gpu_prebuild.py [--processes 16] [--heads 16/32,2/8] [--no-tests]
+    python bench_serving/gpu_prebuild.py [--processes 16] [--heads 16/32,2/8] [--no-tests | --test-configs 0,3]
 
 Run it first on the lent GPU machine (16 cores: ~2 min), or on any machine with nvcc into a
 ``TILELANG_CACHE_DIR`` that then travels. Variants are derived from the tests' and the bench's
@@ -44,7 +44,8 @@ TEST_CONFIGS = [
     (2, 8, torch.float32, "vk", False, True, False, 0),    # gva4-…-300-seqs, corr-gva4 (also the bench's 2/8)
     (1, 4, torch.float32, "kv", True, True, True, 0),      # cp-1/4-fp32-kv-l2-null-P4 (these two compiled
     (2, 8, torch.bfloat16, "vk", False, True, False, 0),   # cp-2/8-bf16-vk-P7          in the tests until session 36)
-]
+    (2, 4, torch.bfloat16, "vk", False, True, False, 0),   # gva2-bf16-vk-misaligned-pool-5ctas (a walk-forms case;
+]                                                          # compiled in the tests until session 49)
 
 # The GPU tests' own kernel forms beyond the variants' (tests/test_gpu_prebuild.py checks these lists
 # against the test file): cp.combine_kernel of test_cp_combine_kernel's cases (HV, V-block, pool dtype,
@@ -132,6 +133,9 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=os.cpu_count())
     ap.add_argument("--heads", default=BENCH_HEADS, help="bench head configs H/HV (comma-separated)")
     ap.add_argument("--no-tests", action="store_true")
+    ap.add_argument("--test-configs", default="",
+                    help="only these TEST_CONFIGS entries (comma-separated indices), and none of the tests' "
+                         "other kernel forms: what a subset of the GPU tests needs (an experiment's quick tests)")
     ap.add_argument("--host-profile", action="store_true",
                     help="also host_profile.py's variants (bf16 pool) for the --heads configs")
     ap.add_argument("--packed-l2norm", action="store_true",
@@ -154,7 +158,11 @@ def main() -> None:
         if args.host_profile:
             vs += [variant(H, HV, torch.bfloat16, "vk", False, True, False, 0, bv) for bv in widths]
     in_kernel = []
-    if not args.no_tests:
+    all_tests = not args.no_tests and not args.test_configs
+    if args.test_configs and not args.no_tests:
+        vs += [variant(*TEST_CONFIGS[int(i)], bv) for i in args.test_configs.split(",") for bv in widths]
+        in_kernel = list(dict.fromkeys(v for v in vs if v.use_qk_l2norm and v.num_k_heads == 2))
+    if all_tests:
         vs += [variant(*cfg, bv) for cfg in TEST_CONFIGS for bv in widths]
         vs += hopper.variants_for_heads(2, 4, pool_dtypes=("float32",), use_qk_l2norm=(False,),
                                         has_initial_state=(True,))   # also the form after gdn_conv (packed)
@@ -167,7 +175,7 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.processes, mp_context=mp.get_context("spawn")) as ex:
         list(ex.map(hopper.build_variant, vs))      # disk cache only: nothing loaded here
         list(ex.map(build_in_kernel_l2norm, in_kernel))
-        if not args.no_tests:
+        if all_tests:
             list(ex.map(build_conv, CONV_TEST_FORMS))
             list(ex.map(build_gated_norm, hopper.qk_norm_gating_variants(vs)))
             list(ex.map(build_gating, [a for hv in (4, 8, 32) for a in hopper.gating_variants(hv)]

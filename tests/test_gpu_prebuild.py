@@ -22,6 +22,7 @@ def _config(H, HV, kw):
 def test_every_gpu_test_variant_is_prebuilt():
     cases = [(c[0], c[2], c[3], c[4]) for c in gpu_tests.CASES + gpu_tests.CP_CASES]
     cases += [(c[0], c[2], c[3], dict(hinit_mode="all")) for c in gpu_tests.CORRELATED]
+    cases += [(tag, base[2], base[3], base[4]) for tag, base, _ in gpu_tests.WALK_FORMS]   # bases with their edits
     missing = [tag for tag, H, HV, kw in cases if _config(H, HV, kw) not in gpu_prebuild.TEST_CONFIGS]
     assert not missing, f"add their variants to gpu_prebuild.TEST_CONFIGS: {missing}"
 

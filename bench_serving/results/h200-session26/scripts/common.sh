@@ -23,6 +23,9 @@ gpu_tests() {   # the GPU test file on the tree, one process: $1 s unless TESTS_
 # The quick subset an experiment's call runs before timing it: both V-blocks, GVA 1/2/8, single tokens,
 # a chunk under 64, both walk forms (5 CTAs), CP with tail starts (sessions 47–48's calls).
 QUICK_K="(gva1-fp32-vk-g30-bv128 or gva8 or single-tokens or under-one-chunk or P8-tail or 5ctas) and not kkt-forms"
+# gpu_prebuild.py --test-configs: the TEST_CONFIGS entries those cases use (session 49, from
+# tests/test_gpu_prebuild.py's mapping of cases to configs), so a call can build just them
+QUICK_CONFIGS=0,3,5,6,7,18
 errs_vs_main() {   # LOG: the error record $OUT/LOG.jsonl against session 43's record of main's kernels
   python3 bench_serving/err_compare.py $OUT/$1.jsonl bench_serving/results/h200-session43/b-tests/errs-call3.jsonl \
     bench_serving/results/h200-session43/b-tests/errs-call4.jsonl > $OUT/err-compare.txt 2>&1

@@ -8,12 +8,13 @@
 #              .gpu-p/tlc*.tar.xz holds is not rebuilt), then the quick GPU tests (QUICK_K) in
 #              modes 1 and 2: a wrong hand-off or a hang shows here. The modes that pass are written
 #              to .gpu-cache/owg-pass for the next call; the kernels compiled here come back as
-#              $OUT/tlc49-HHMMSS.tar.xz (carry them in .gpu-p/ to a later lease). ~8-9 min, estimated
+#              $OUT/tlc49-HHMMSS.tar.xz (carry them in .gpu-p/ to a later lease). ~5-6 min, estimated
 #              with no cache carried; if the tests found no time, call MODE=prep again.
 #   MODE=ab    kernel_ab.sh: the tree (switch off) against O (mode 1) and A (mode 2), the passing
 #              ones, AB_HEADS × AB_MIXES at AB_BLOCK_V, each label in its own process, the SM clock
 #              and power sampled beside it (smi.csv).                                        ~8 min
-#   MODE=tests the whole GPU test file in mode ${OWG:-1}, errors against session 43's record. ~7 min
+#   MODE=tests-build, then MODE=tests: the whole GPU test file's kernels in mode ${OWG:-1} (~5 min),
+#              then the file, errors against session 43's record (~7 min).
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
@@ -21,20 +22,20 @@ HEADS=${AB_HEADS:-16/64,16/32,2/8}
 PASS=.gpu-cache/owg-pass
 case "${MODE:-prep}" in
 prep)
-  # Builds first, mode 1's with every core (the tests' variants and the bench's: it also builds
-  # everything the modes share, kkt_solve, CP phase 1, the combines, the passes), then mode 2's and
-  # the default walk's bench kernels side by side. ~800 kernels with no cache (~5 min estimated, not
-  # measured). Each build stops in time for the tests; a second MODE=prep call on the same warm
-  # machine finds what the first built and carries on.
+  # Builds first: mode 1's with every core (the quick tests' variants, QUICK_CONFIGS, and the
+  # bench's; it also builds what the modes share: kkt_solve, CP phase 1, the combines), then mode 2's
+  # and the default walk's bench kernels side by side. ~20 variants, some 250 kernels with no cache
+  # (~2-3 min estimated, not measured). Each build stops in time for the tests; a second MODE=prep
+  # call on the same warm machine finds what the first built and carries on.
   END=${PREP_END:-570}
   TLC=tlc49-$(date +%H%M%S).tar.xz      # this call's new kernels (a second call's are its own)
   left() { echo $(( END - (SECONDS - t0) )); }
   upto() { local t=$(( $(left) - $1 )); [ $t -gt 10 ] && echo $t || echo 10; }   # (timeout 0 would mean none)
   QLA_O_WG=1 timeout $(upto 240) python3 bench_serving/gpu_prebuild.py --processes 16 --heads $HEADS \
-    --block-v 64,128 > $OUT/build-1.log 2>&1
+    --block-v 64,128 --test-configs $QUICK_CONFIGS > $OUT/build-1.log 2>&1
   echo "build 1 rc=$? $((SECONDS - t0)) s: $(tail -n 1 $OUT/build-1.log)"
   QLA_O_WG=2 timeout $(upto 200) python3 bench_serving/gpu_prebuild.py --processes 10 --heads $HEADS \
-    --block-v 64,128 > $OUT/build-2.log 2>&1 &
+    --block-v 64,128 --test-configs $QUICK_CONFIGS > $OUT/build-2.log 2>&1 &
   timeout $(upto 200) python3 bench_serving/gpu_prebuild.py --processes 6 --no-tests --heads $HEADS \
     --block-v 64,128 > $OUT/build-0.log 2>&1 &
   wait
@@ -72,8 +73,14 @@ ab)
   kill $SMI
   echo "ab $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab.log; cat $OUT/ab/ab.md 2>/dev/null | head -40
   ;;
+tests-build)
+  # every kernel of the whole GPU test file in mode OWG (~400 with only prep's cache: ~5 min, estimated)
+  QLA_O_WG=${OWG:-1} timeout ${BUILD_S:-540} python3 bench_serving/gpu_prebuild.py --processes 16 --heads 2/8 \
+    --block-v 64,128 > $OUT/build-tests-owg${OWG:-1}.log 2>&1
+  echo "build rc=$? $((SECONDS - t0)) s: $(tail -n 1 $OUT/build-tests-owg${OWG:-1}.log)"
+  ;;
 tests)
-  QLA_O_WG=${OWG:-1} TESTS_LOG=tests-owg${OWG:-1} gpu_tests ${TESTS_S:-480}
+  QLA_O_WG=${OWG:-1} TESTS_LOG=tests-owg${OWG:-1} gpu_tests ${TESTS_S:-540}
   errs_vs_main tests-owg${OWG:-1}
   ;;
 esac
