@@ -44,8 +44,9 @@ TEST_CONFIGS = [
     (2, 8, torch.float32, "vk", False, True, False, 0),    # gva4-…-300-seqs, corr-gva4 (also the bench's 2/8)
     (1, 4, torch.float32, "kv", True, True, True, 0),      # cp-1/4-fp32-kv-l2-null-P4 (these two compiled
     (2, 8, torch.bfloat16, "vk", False, True, False, 0),   # cp-2/8-bf16-vk-P7          in the tests until session 36)
-    (2, 4, torch.bfloat16, "vk", False, True, False, 0),   # gva2-bf16-vk-misaligned-pool-5ctas (a walk-forms case;
-]                                                          # compiled in the tests until session 49)
+    # gva2-bf16-vk-misaligned-pool-5ctas, a walk-forms case (compiled in the tests until session 49)
+    (2, 4, torch.bfloat16, "vk", False, True, False, 0),
+]
 
 # The GPU tests' own kernel forms beyond the variants' (tests/test_gpu_prebuild.py checks these lists
 # against the test file): cp.combine_kernel of test_cp_combine_kernel's cases (HV, V-block, pool dtype,

@@ -494,7 +494,8 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tai
     strides = var.resolved_strides()[:4]
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ()) + (("o_wg", o_wg) if o_wg else ())
+           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ()) \
+        + (("o_wg", o_wg) if o_wg else ())
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,

@@ -716,8 +716,8 @@ _phase_kernels: dict[tuple, tuple[Any, Any]] = {}     # (variant, tail, QLA_O_WG
 
 def phase_kernels(var, tail: bool = False) -> tuple[Any, Any]:
     """The fused kernel's two CP phases for this variant: phase 1 (partials; ``tail``: its tail-start
-    form), phase 3 (from starts). Kept per (variant, tail): every CP call asks, and the two kernel
-    keys cost 12 µs of host time to build (CPU machine), a variant's hash 0.5."""
+    form), phase 3 (from starts). Kept per (variant, tail, ``QLA_O_WG``): every CP call asks, and the
+    two kernel keys cost 12 µs of host time to build (CPU machine), a variant's hash 0.5."""
     from . import fwd_kernel, output_warpgroup
 
     key = (var, bool(tail), output_warpgroup())

@@ -190,8 +190,9 @@ NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 
 # With l2norm inside the walk (QLA_L2NORM=kernel, an A/B aid) WG_P also holds a [64, 128] fp32 tile.
 NREG_IN_KERNEL_L2NORM = {**NREG, 128: (176, 128, 32)}
 # With the output on WG_P (QLA_O_WG) the consumers keep only the state chain: at V-block 128 that
-# compiles clean at 176 (no C7512, no spill: `nvcc -Xptxas -v`; the output form needs 208), and WG_P
-# holds O [64, BV] fp32 (64 a thread), its bf16 copy (32) and P in fp16 (16).
+# compiles clean at 176 (no C7512 in `nvcc -Xptxas -v`, no local memory in the consumers or WG_P in
+# `bench_serving/sass_count.py`; the default form needs 208), and WG_P holds O [64, BV] fp32 (64 a
+# thread at V-block 128), its bf16 copy (32) and P in fp16 (16).
 NREG_O_WG = {64: (240, 160, 32), 128: (176, 128, 32)}
 
 
@@ -332,11 +333,12 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     @T.macro
     def store_rows(tile_at, frag, ncols):
         """A shared tile's rows 0…R-1 (``tile_at(row, col)``: its element's address) ← frag [R, ncols]
-        (16-bit, the wgmma accumulator layout), by ``stmatrix`` without .trans. Thread t of warp wp holds local element 4·kk + 2·h + p =
-        fragment[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p], which is what the plain form takes from
-        thread t for the 8×8 matrix (rows 16wp + 8h…, columns 8kk…); one x4 instruction stores the
-        matrices (kk, h) = (2s + m/2, m%2), lanes 8m…8m+7 giving their eight rows' addresses (see
-        :func:`matrices_trans` for why the fragment goes in as its storage)."""
+        (16-bit, the wgmma accumulator layout), by ``stmatrix`` without .trans. Thread t of warp wp
+        holds local element 4·kk + 2·h + p = fragment[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p], which
+        is what the plain form takes from thread t for the 8×8 matrix (rows 16wp + 8h…, columns
+        8kk…); one x4 instruction stores the matrices (kk, h) = (2s + m/2, m%2), lanes 8m…8m+7
+        giving their eight rows' addresses (see :func:`matrices_trans` for why the fragment goes in
+        as its storage)."""
         lane = T.get_thread_binding() % 32
         wp = T.get_thread_binding() // 32 % 4
         m = lane // 8
