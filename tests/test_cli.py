@@ -169,3 +169,29 @@ def test_output_warpgroup_switch_is_read_per_call_and_checked(monkeypatch):
         monkeypatch.setenv(hopper.O_WG_ENV, bad)
         with pytest.raises(ValueError, match="QLA_O_WG"):
             hopper.output_warpgroup()
+
+
+def test_walk_builder_is_called_with_the_old_signature_while_the_switch_is_off(monkeypatch):
+    """kernel_ab.sh times older fused_fwd.py files against the tree: with QLA_O_WG unset the host
+    must call build_fused_fwd as they take it (15 arguments), and pass the switch by name when set."""
+    pytest.importorskip("tilelang")
+    from qla_serve.kernels import hopper
+    from qla_serve.kernels.hopper import fused_fwd
+
+    calls = []
+
+    def old_builder(H, HV, K, V, block_v, in_dtype, pool_dtype, state_layout, use_qk_l2norm,
+                    read_has_initial_state, scale, strides, phase=0, persistent=False, tail_start=False, **kw):
+        calls.append(kw)
+        return object()
+
+    monkeypatch.setattr(fused_fwd, "build_fused_fwd", old_builder)
+    monkeypatch.setattr(hopper, "_compile", lambda prim, configs: prim)
+    monkeypatch.setattr(hopper, "_kernels", {})
+    var = hopper.Variant(16, 32, block_v=128)
+    monkeypatch.delenv(hopper.O_WG_ENV, raising=False)
+    hopper.fwd_kernel(var, phase=3)
+    monkeypatch.setenv(hopper.O_WG_ENV, "2")
+    hopper.fwd_kernel(var, phase=3)
+    hopper.fwd_kernel(var, phase=1)           # no output: the switch does not reach it
+    assert calls == [{}, {"output_warpgroup": 2}, {}]

@@ -500,7 +500,9 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tai
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase), persistent, bool(tail_start), o_wg),
+                                  int(phase), persistent, bool(tail_start),
+                                  # by name and only when set: kernel_ab.sh swaps in older fused_fwd.py files
+                                  **({"output_warpgroup": o_wg} if o_wg else {})),
         fused_fwd.PASS_CONFIGS))
 
 
