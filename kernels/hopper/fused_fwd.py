@@ -77,7 +77,7 @@ the hand-offs under them (X's copy under Wᵀ Aβᵀ rather than under X Kᵀ, w
 leaves reading an in-flight product's A registers undefined), so X's copy reaches WG_P one product
 later than in mode 1. Barriers: ``xb_ready`` / ``xb_free`` and ``u_ready`` / ``u_free`` (single
 tiles: a consumer waits for WG_P to have read the previous chunk's before it stores), ``o_ready``
-from WG_P; ``p_s``, ``p_ready`` and ``w_free`` go unused. Registers: consumers 176, WG_P 128 at
+from WG_P; ``p_s`` is not allocated, ``p_ready`` and ``w_free`` go unused. Registers: consumers 176, WG_P 128 at
 V-block 128 (:data:`NREG_O_WG`); shared memory 177.5 KiB there (main's 145.5), so an fp32 pool's
 start tile does not fit and that persistent form reads each item's start from the pool.
 
