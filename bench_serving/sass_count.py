@@ -80,21 +80,33 @@ def kernel_source(args) -> str:
     return kern.get_kernel_source()
 
 
+def nvcc_cubin(source: str, tmp: str, *flags: str, check: bool = True) -> tuple[str, subprocess.CompletedProcess]:
+    """A TileLang kernel's generated CUDA source compiled for sm_90a by nvcc (TileLang's and CUTLASS's
+    headers, C++20, -O3) into ``tmp``/k.cubin, with ``flags`` added (e.g. ``-Xptxas -v``: ptxas's
+    registers, spills and wgmma warnings such as C7512 land in the run's stderr). Returns the cubin's
+    path and nvcc's run; ``check``: a failed compile prints nvcc's stderr and raises."""
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+
+    src = os.path.join(tmp, "device_kernel.cu")
+    with open(src, "w") as f:
+        f.write(source)
+    cubin = os.path.join(tmp, "k.cubin")
+    done = subprocess.run(["nvcc", "--cubin", "-O3", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++20",
+                           f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", *flags, "-o", cubin, src],
+                          capture_output=True, text=True)
+    if check and done.returncode:
+        sys.stderr.write(done.stderr)
+        done.check_returncode()
+    return cubin, done
+
+
 def count(source: str, nvdisasm: str, use_fast_math: bool = False
           ) -> tuple[dict[int, collections.Counter], list[str], collections.Counter]:
     """{source line: Counter(opcode)} for the lines of ``source`` (instructions of inlined headers
     are left out: they belong to no line of the kernel's own code), the source's lines, and the
     whole kernel's Counter(opcode), inlined headers included."""
-    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
-
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "device_kernel.cu")
-        with open(src, "w") as f:
-            f.write(source)
-        cubin = os.path.join(tmp, "k.cubin")
-        subprocess.run(["nvcc", "--cubin", "-O3", "-lineinfo", "-gencode", "arch=compute_90a,code=sm_90a",
-                        "-std=c++20", f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-w",
-                        "-o", cubin, src] + (["--use_fast_math"] if use_fast_math else []), check=True)
+        cubin, _ = nvcc_cubin(source, tmp, "-lineinfo", "-w", *(["--use_fast_math"] if use_fast_math else []))
         sass = subprocess.run([nvdisasm, "-g", "-c", cubin], check=True, capture_output=True, text=True).stdout
     return parse(sass), source.split("\n"), totals(sass)
 

@@ -11,6 +11,8 @@ where a missing compiler is a failure, not a skip.
 """
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +31,9 @@ if shutil.which("nvcc") is None and not os.path.exists("/usr/local/cuda/bin/nvcc
 os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")
 
 from qla_serve.kernels import hopper  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_serving"))
+import sass_count  # noqa: E402  (its nvcc_cubin: the sm_90a compile of a kernel's CUDA source)
 
 WARMUP_LIST = hopper.variants_for_heads(16, 32)          # what `qla-serve warmup --heads 16/32` builds
 SUBSET = [
@@ -189,18 +194,10 @@ def test_abeta_dtype_agrees_between_kkt_solve_and_the_walk():
 
 def _ptxas_messages(source: str) -> str:
     """ptxas's -v report and warnings for a kernel's CUDA source (TileLang's own build hides them)."""
-    import subprocess
     import tempfile
 
-    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
-
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "device_kernel.cu")
-        with open(path, "w") as f:
-            f.write(source)
-        done = subprocess.run(["nvcc", "--cubin", "-O3", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++20",
-                               f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-Xptxas", "-v",
-                               "-o", os.path.join(tmp, "k.cubin"), path], capture_output=True, text=True)
+        _, done = sass_count.nvcc_cubin(source, tmp, "-Xptxas", "-v", check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stderr
 

@@ -9,15 +9,11 @@ import os, re, subprocess, sys, tempfile
 sys.path.insert(0, "bench_serving")
 import sass_count
 from qla_serve.kernels import hopper
-from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
 bv, phase = int(sys.argv[1]), int(sys.argv[2])
 var = hopper.Variant(16, 32, pool_dtype="float32", block_v=bv)
 src = hopper.fwd_kernel(var, phase=phase).get_kernel_source()
 with tempfile.TemporaryDirectory() as tmp:
-    p = os.path.join(tmp, "device_kernel.cu"); open(p, "w").write(src)
-    cub = os.path.join(tmp, "k.cubin")
-    subprocess.run(["nvcc", "--cubin", "-O3", "-lineinfo", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++20",
-                    f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-w", "-o", cub, p], check=True)
+    cub, _ = sass_count.nvcc_cubin(src, tmp, "-lineinfo", "-w")
     sass = subprocess.run([sass_count.find_nvdisasm(), "-c", cub], check=True, capture_output=True, text=True).stdout
 seq = []
 for l in sass.splitlines():

@@ -8,7 +8,8 @@ bench_serving/sass_count.py's -w hides. sass_count.py says which warp role a spi
 import os, re, subprocess, sys, tempfile
 os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")
 from qla_serve.kernels import hopper
-from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+sys.path.insert(0, "bench_serving")
+import sass_count
 heads, bv, pdt, phase = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 lay = sys.argv[5] if len(sys.argv) > 5 else "vk"
 pers = None if len(sys.argv) <= 6 or sys.argv[6] == "-" else sys.argv[6] == "1"
@@ -17,10 +18,7 @@ H, HV = (int(x) for x in heads.split("/"))
 var = hopper.Variant(H, HV, pool_dtype=pdt, state_layout=lay, block_v=bv, use_qk_l2norm=l2)
 src = hopper.fwd_kernel(var, phase=phase, persistent=pers).get_kernel_source()
 with tempfile.TemporaryDirectory() as tmp:
-    p = os.path.join(tmp, "device_kernel.cu"); open(p, "w").write(src)
-    r = subprocess.run(["nvcc", "--cubin", "-O3", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++20",
-                        f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}", "-Xptxas", "-v",
-                        "-o", os.path.join(tmp, "k.cubin"), p], capture_output=True, text=True)
+    _, r = sass_count.nvcc_cubin(src, tmp, "-Xptxas", "-v", check=False)
 msgs = [l for l in r.stderr.splitlines() if re.search(r"C75\d\d|spill|Used \d+ registers|smem", l)]
 print(f"{heads} bv{bv} {pdt} {lay} phase{phase} pers={pers} l2={int(l2)} o_wg={os.environ.get('QLA_O_WG','0')} rc={r.returncode}")
 for l in msgs:
