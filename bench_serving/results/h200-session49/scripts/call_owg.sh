@@ -15,6 +15,8 @@
 #              and power sampled beside it (smi.csv).                                        ~8 min
 #   MODE=tests-build, then MODE=tests: the whole GPU test file's kernels in mode ${OWG:-1} (~5 min),
 #              then the file, errors against session 43's record (~7 min).
+#   MODE=table kernel_bench.py's table (TABLE_HEADS, default 16/64,16/32) in mode ${OWG:-1}, FlashQLA
+#              and FLA in the same run (session 50).
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
@@ -82,6 +84,13 @@ tests-build)
 tests)
   QLA_O_WG=${OWG:-1} TESTS_LOG=tests-owg${OWG:-1} gpu_tests ${TESTS_S:-540}
   errs_vs_main tests-owg${OWG:-1}
+  ;;
+table)
+  # (session 50) issue 3's and 4's rows with mode OWG on, against FlashQLA and FLA in the same run
+  # (kernel_bench records QLA_O_WG in the JSON's versions)
+  QLA_O_WG=${OWG:-1} python3 bench_serving/kernel_bench.py --heads ${TABLE_HEADS:-16/64,16/32} --isolate --no-prewarm \
+    --backends qla,flashqla,fla --out $OUT/table --budget-s ${TABLE_S:-500} > $OUT/table.log 2>&1
+  echo "table rc=$? $((SECONDS - t0)) s"; tail -n 30 $OUT/table/kernels.md 2>/dev/null
   ;;
 esac
 compiled_here
