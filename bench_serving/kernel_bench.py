@@ -87,8 +87,6 @@ def mix_seqlens(name: str) -> list[int]:
 def versions() -> dict:
     out = {"torch": torch.__version__, "python": platform.python_version(),
            "cuda": torch.version.cuda, "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI")}
-    if os.environ.get("QLA_O_WG"):          # an A/B form of the walk was on (kernels/hopper: O_WG_ENV)
-        out["QLA_O_WG"] = os.environ["QLA_O_WG"]
     for name in ("tilelang", "fla", "flash_qla", "flashinfer", "triton"):
         try:
             mod = __import__(name)

@@ -11,8 +11,6 @@ where a missing compiler is a failure, not a skip.
 """
 import os
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -31,9 +29,6 @@ if shutil.which("nvcc") is None and not os.path.exists("/usr/local/cuda/bin/nvcc
 os.environ.setdefault("TILELANG_DEFAULT_TARGET", "nvidia/nvidia-h100")
 
 from qla_serve.kernels import hopper  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_serving"))
-import sass_count  # noqa: E402  (its nvcc_cubin: the sm_90a compile of a kernel's CUDA source)
 
 WARMUP_LIST = hopper.variants_for_heads(16, 32)          # what `qla-serve warmup --heads 16/32` builds
 SUBSET = [
@@ -190,54 +185,3 @@ def test_abeta_dtype_agrees_between_kkt_solve_and_the_walk():
     from qla_serve.kernels.hopper import fused_fwd, kkt_solve
     assert kkt_solve.A_DTYPE == fused_fwd.HALF == "float16"
     assert hopper._abeta_dtype(torch.bfloat16) == torch.float16
-
-
-def _ptxas_messages(source: str) -> str:
-    """ptxas's -v report and warnings for a kernel's CUDA source (TileLang's own build hides them)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        _, done = sass_count.nvcc_cubin(source, tmp, "-Xptxas", "-v", check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr
-
-
-def test_output_warpgroup_form_leaves_the_other_kernels_as_they_are():
-    """QLA_O_WG's builder switch: phase 1 (no output) is the same kernel whatever it says; phases 0
-    and 3 change, and only they import the form's helpers, so with the switch off every kernel's
-    source, and so its TileLang cache entry, is the default walk's. At V-block 128 an fp32 pool's
-    start tile does not fit beside the hand-off tiles: that persistent form reads starts from the pool."""
-    from qla_serve.kernels.hopper import fused_fwd
-
-    def script(bv, pool_dtype, phase, mode, persistent=False):
-        return fused_fwd.build_fused_fwd(16, 32, 128, 128, bv, "bfloat16", pool_dtype, "vk", False, True, 0.088,
-                                         (2048, 2048, 4096, 4096), phase, persistent,
-                                         output_warpgroup=mode).script()
-
-    with pytest.raises(ValueError, match="output_warpgroup"):
-        script(64, "float32", 0, 3)
-    assert script(128, "float32", 1, 2) == script(128, "float32", 1, 0)
-    for bv in (64, 128):
-        off, on = script(bv, "float32", 3, 0), script(bv, "float32", 3, 1)
-        # (call_extern names, quoted in the script)
-        assert '"qla_stmatrix_x4_trans"' in off and '"qla_stmatrix_x4"' not in off and "qla_ex2_ftz" not in off
-        assert on != off and '"qla_stmatrix_x4"' in on and '"qla_ex2_ftz"' in on and "xb_s" in on
-    assert "x_s =" in script(128, "bfloat16", 0, 1, persistent=True)
-    assert "x_s =" not in script(128, "float32", 0, 1, persistent=True)
-    assert "x_s =" in script(128, "float32", 0, 0, persistent=True)
-
-
-@pytest.mark.parametrize("mode", [1, 2])
-def test_output_warpgroup_walk_compiles_for_sm90a(monkeypatch, mode):
-    """Both forms of the output warpgroup build for sm_90a at both V-blocks, in the persistent prefill
-    and the CP output phase; at V-block 128, where its consumers run on 176 registers, ptxas keeps
-    every wgmma asynchronous (no C7512: serialised for want of registers)."""
-    monkeypatch.setenv(hopper.O_WG_ENV, str(mode))
-    for bv in (64, 128):
-        var = hopper.Variant(16, 32, pool_dtype="float32", block_v=bv)
-        for phase, persistent in ((0, True), (3, None)):
-            src = hopper.fwd_kernel(var, phase=phase, persistent=persistent).get_kernel_source()
-            assert "wgmma" in src and "qla_stmatrix_x4(" in src and "qla_ex2_ftz(" in src
-            if bv == 128:
-                report = _ptxas_messages(src)
-                assert "Used" in report and "C7512" not in report, report[-2000:]

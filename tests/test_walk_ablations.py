@@ -17,11 +17,9 @@ def test_every_variant_applies_and_parses():
         ast.parse(text, filename=f"{name}.py")
         assert text != src, name
     assert len(got["noostore"]) < len(src) and len(got["noout"]) < len(got["noostore"])
-    update = "T.gemm(un, kq_s[b, 0:C, :], X"            # the default walk's (one more in QLA_O_WG's form)
-    assert got["noupdate"].count(update) == src.count(update) - 1
+    assert "T.gemm(un, kq_s[b, 0:C, :], X" not in got["noupdate"]
     assert "TL_ENABLE_FAST_MATH: True" in got["fast"] and got["fast"].count("\n") == src.count("\n")
     assert got["fastp"].count("__expf") == 1 and got["fastp"].count("\n") == src.count("\n")
     assert "p_s[b, i, j] = " not in got["nowp"] and "T.barrier_arrive(p_ready[b])" in got["nowp"]
-    p_product = "T.gemm(kq_s[b, C:2 * C, :], kq_s[b, 0:C, :], p,"
-    assert got["nowp"].count(p_product) == src.count(p_product) - 1
+    assert "T.gemm(kq_s[b, C:2 * C, :], kq_s[b, 0:C, :], p," not in got["nowp"]
     assert got["fastp"] != got["fast"] and "__expf" not in got["nowp"]

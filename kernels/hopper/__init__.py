@@ -52,7 +52,6 @@ KERNEL_BLOCK_V = (64, 128)  # what fused_fwd compiles (one consumer warpgroup pe
 BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
-O_WG_ENV = "QLA_O_WG"           # A/B aid, unmeasured: 1 / 2 make the output on WG_P (fused_fwd's output_warpgroup)
 L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
 
 _lock = threading.Lock()
@@ -447,16 +446,6 @@ def persistent_walk() -> bool | None:
     return None if got in (None, "") else got != "0"
 
 
-def output_warpgroup() -> int:
-    """The walk's output form forced by ``QLA_O_WG`` (A/B aid, not yet timed on a GPU): 0 (unset) the
-    consumers make the output; 1 WG_P makes it; 2 as 1 with the consumers' hand-offs under their
-    products (:func:`fused_fwd.build_fused_fwd`)."""
-    got = os.environ.get(O_WG_ENV, "") or "0"
-    if got not in ("0", "1", "2"):
-        raise ValueError(f"{O_WG_ENV}={got!r}: expected 0, 1 or 2")
-    return int(got)
-
-
 def pool_takes_tma(state_pool: torch.Tensor) -> bool:
     """Whether TMA can read the pool's state rows (the persistent walk prefetches each item's start
     state with it): base address and slot stride multiples of 16 bytes (the rest of a slot is
@@ -489,20 +478,16 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tai
     if persistent is None:
         persistent = persistent_walk() is not False
     persistent = phase == 0 and bool(persistent)
-    o_wg = output_warpgroup() if phase != 1 else 0
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ()) \
-        + (("o_wg", o_wg) if o_wg else ())
+           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ())
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase), persistent, bool(tail_start),
-                                  # by name and only when set: kernel_ab.sh swaps in older fused_fwd.py files
-                                  **({"output_warpgroup": o_wg} if o_wg else {})),
+                                  int(phase), persistent, bool(tail_start)),
         fused_fwd.PASS_CONFIGS))
 
 
@@ -823,7 +808,7 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
 
 
 _form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass,
-                                           #  kkt heads per CTA, QLA_O_WG) → _kernels_for
+                                           #  kkt heads per CTA) → _kernels_for
 
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
@@ -879,8 +864,7 @@ def gdn_prefill_hopper(
     if kkt_heads is None:
         kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
         plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads,
-                                     output_warpgroup())
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads)
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,

@@ -63,24 +63,6 @@ Barrier protocol (each barrier once per use of its buffer, so its wait parity is
 Waiting on parity (use+1) mod 2 of a "free" barrier passes at once for the first use (a fresh mbarrier
 counts its phase before the first as complete) and otherwise waits for the previous use's release.
 
-The output warpgroup (``output_warpgroup`` 1 or 2, ``QLA_O_WG``; an A/B form, built and compiled in
-sessions 48–49, not yet timed on a GPU). Session 47's ablation put the output's products at about the
-whole difference between the consumers' step with and without output at V-block 128 (2.01 against
-1.43 µs), and the tensor pipe is idle for about half the step: so WG_P makes the output beside the
-chain instead of inside it. Per chunk the consumers keep X Kᵀ (N = 64), Wᵀ, Wᵀ Aβᵀ and the update
-(no X Qᵀ, no Uᵀ Pᵀ, no O tile), and hand over two tiles by ``stmatrix`` (:func:`store_rows`), a
-proxy fence and an mbarrier: X's bf16 copy into ``xb_s`` [BV, K] before X Kᵀ, Uᵀ in fp16 (after the
-select) into ``u_s`` [BV, C] before the update. WG_P makes P into its registers (fp16, the A operand
-of P U), then O = scale · e^{γ_i} ⊙ (Q Xbᵀ) (SS, N = BV) + P U (RS) untransposed, and writes the O
-tile for the store warp. Mode 2 also issues Wᵀ Aβᵀ and the update without their wait and stores
-the hand-offs under them (X's copy under Wᵀ Aβᵀ rather than under X Kᵀ, whose A operand it is: PTX
-leaves reading an in-flight product's A registers undefined), so X's copy reaches WG_P one product
-later than in mode 1. Barriers: ``xb_ready`` / ``xb_free`` and ``u_ready`` / ``u_free`` (single
-tiles: a consumer waits for WG_P to have read the previous chunk's before it stores), ``o_ready``
-from WG_P; ``p_s`` is not allocated, ``p_ready`` and ``w_free`` go unused. Registers: consumers 176, WG_P 128 at
-V-block 128 (:data:`NREG_O_WG`); shared memory 177.5 KiB there (main's 145.5), so an fp32 pool's
-start tile does not fit and that persistent form reads each item's start from the pool.
-
 Phases (compile-time): 0 = the prefill proper; 1 and 3 serve exact intra-card context parallelism
 (:mod:`cp`): phase 1 walks partitions without output into a scratch buffer — row r < NSP from S = 0
 with the real V (gives h_r), row NSP + r from S = I with V ≡ 0 (gives the K×K transition M_r);
@@ -158,23 +140,6 @@ __device__ __forceinline__ void qla_stmatrix_x4_trans(void* smem, const void* re
                :: "r"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
 """
-# The output warpgroup's helpers (QLA_O_WG, see build_fused_fwd): stmatrix without .trans (an
-# accumulator-layout fragment's rows as 16-byte shared rows) and ex2.approx.ftz. Kept out of
-# MATRIX_HELPERS and imported only into its kernels, so that every other kernel's CUDA source (and
-# so its TileLang cache entry) stays as it was.
-O_WG_HELPERS = r"""
-__device__ __forceinline__ void qla_stmatrix_x4(void* smem, const void* regs, int offset) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(reinterpret_cast<const unsigned short*>(regs) + offset);
-  unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
-  asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n"
-               :: "r"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
-}
-__device__ __forceinline__ float qla_ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-"""
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
@@ -189,17 +154,12 @@ NREG = {64: (240, 160, 32),           # 384 threads, 168 at launch: 240 + 160 + 
         128: (208, 64, 32)}           # 512 threads, 128 at launch: 2 × 208 + 64 + 32 ≤ 4 × 128
 # With l2norm inside the walk (QLA_L2NORM=kernel, an A/B aid) WG_P also holds a [64, 128] fp32 tile.
 NREG_IN_KERNEL_L2NORM = {**NREG, 128: (176, 128, 32)}
-# With the output on WG_P (QLA_O_WG) the consumers keep only the state chain: at V-block 128 that
-# compiles clean at 176 (no C7512 in `nvcc -Xptxas -v`, no local memory in the consumers or WG_P in
-# `bench_serving/sass_count.py`; the default form needs 208), and WG_P holds O [64, BV] fp32 (64 a
-# thread at V-block 128), its bf16 copy (32) and P in fp16 (16).
-NREG_O_WG = {64: (240, 160, 32), 128: (176, 128, 32)}
 
 
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
                     state_layout: str, use_qk_l2norm: bool, read_has_initial_state: bool,
                     scale: float, strides: tuple[int, int, int, int], phase: int = 0,
-                    persistent: bool = False, tail_start: bool = False, output_warpgroup: int = 0):
+                    persistent: bool = False, tail_start: bool = False):
     """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv".
 
     ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
@@ -210,19 +170,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     ``tail_start`` (phase 1 only; CP calls on unit-norm keys): the partials kernel takes
     ``tail [NSP, HV]`` int32 (:func:`cp.tail_chunks`): where it is w > 0, the partition's h walks only
     its last w chunks from S = 0 and its transition M is stored as 0 (both exact to fp32: see
-    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it.
-    ``output_warpgroup`` (phases 0 and 3; an A/B switch, ``QLA_O_WG``, not yet measured on a GPU): 0
-    the walk above; 1 WG_P makes the output, so the consumers' chain holds only the state's products
-    (see "The output warpgroup"); 2 as 1, and the consumers' two hand-off stores run under their
-    Wᵀ Aβᵀ and update, issued without their wait."""
+    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
     if persistent and phase != 0:
         raise ValueError("only phase 0 has a persistent form")
     if tail_start and phase != 1:
         raise ValueError("only phase 1 (CP partials) takes tail starts")
-    if output_warpgroup not in (0, 1, 2):
-        raise ValueError(f"output_warpgroup must be 0, 1 or 2, got {output_warpgroup}")
     if K != 128 or V % block_v or block_v not in (64, 128):
         raise ValueError(f"unsupported K={K}, V={V}, block_v={block_v} (the RS walk takes V-blocks 64 and 128)")
     C = CHUNK
@@ -234,14 +188,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     P0 = NW * 128                   # first thread of WG_P
     IO0 = P0 + 128                  # first thread of WG_IO
     threads = IO0 + 128
-    with_output = phase != 1
-    o_wg = output_warpgroup if with_output else 0   # phase 1 makes no output: nothing to move
-    nreg_c, nreg_p, nreg_io = (NREG_O_WG if o_wg else NREG_IN_KERNEL_L2NORM if use_qk_l2norm else NREG)[BV]
+    nreg_c, nreg_p, nreg_io = (NREG_IN_KERNEL_L2NORM if use_qk_l2norm else NREG)[BV]
     # setmaxnreg.inc below the launch allocation (or .dec above it) is an illegal instruction on
     # the H200 (seen at BV 64: WG_P's 160 < 168 at launch), so the direction follows the count.
     launch_regs = min(255, 65536 // threads // 8 * 8)
     inc_c, inc_p, inc_io = (int(n >= launch_regs) for n in (nreg_c, nreg_p, nreg_io))
     vk = state_layout == "vk"
+    with_output = phase != 1
     NT = T.dynamic("num_tokens")
     NS = T.dynamic("num_seqs")
     NP = T.dynamic("num_slots")
@@ -331,67 +284,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         matrices_trans("qla_stmatrix_x4_trans", lambda t, v: T.access_ptr(o_s[t, w * R + v], "w", extent=8), ob)
 
     @T.macro
-    def store_rows(tile_at, frag, ncols):
-        """A shared tile's rows 0…R-1 (``tile_at(row, col)``: its element's address) ← frag [R, ncols]
-        (16-bit, the wgmma accumulator layout), by ``stmatrix`` without .trans. Thread t of warp wp
-        holds local element 4·kk + 2·h + p = fragment[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p], which
-        is what the plain form takes from thread t for the 8×8 matrix (rows 16wp + 8h…, columns
-        8kk…); one x4 instruction stores the matrices (kk, h) = (2s + m/2, m%2), lanes 8m…8m+7
-        giving their eight rows' addresses (see :func:`matrices_trans` for why the fragment goes in
-        as its storage)."""
-        lane = T.get_thread_binding() % 32
-        wp = T.get_thread_binding() // 32 % 4
-        m = lane // 8
-        for s in T.unroll(ncols // 16):
-            T.call_extern("handle", "qla_stmatrix_x4", tile_at(16 * wp + 8 * (m % 2) + lane % 8, 16 * s + 8 * (m // 2)),
-                          frag.data, 8 * s)
-
-    @T.macro
-    def hand_over(w, tile, frag, ncols, tile_ready):
-        """Consumer w's fragment [R, ncols] into rows 64w … of ``tile`` for WG_P (whose wgmma reads it
-        through the async proxy: hence the fence before the arrive)."""
-        store_rows(lambda r, c: T.access_ptr(tile[w * R + r, c], "w", extent=8), frag, ncols)
-        T.fence_proxy_async()
-        T.barrier_arrive(tile_ready)
-
-    @T.macro
-    def output_warpgroup_chunk(b, u, p, p16, g_row, g_col, ot, ob, kq_s, g_s, eg_s, xb_s, u_s, o_s,
-                               xb_ready, xb_free, u_ready, u_free, free, o_ready, o_free):
-        """WG_P's chunk u (input buffer b) with the output on it (see "The output warpgroup")."""
-        # The output, untransposed (tokens are the wgmma M): P first (it needs only the chunk), then
-        # O = scale · e^{γ_i} ⊙ (Q Xbᵀ) + P U as the consumers hand over X's bf16 copy and Uᵀ. The same
-        # operands and roundings as the consumers' Oᵀ in the default walk, summed in another order.
-        T.gemm(kq_s[b, C:2 * C, :], kq_s[b, 0:C, :], p, transpose_B=True, clear_accum=True)
-        for i in T.Parallel(C):
-            g_row[i] = g_s[b, i] * LOG2E
-        for j in T.Parallel(C):
-            g_col[j] = g_s[b, j] * LOG2E
-        # The mask in one pass: ex2.approx.ftz is exp2f without the scaling that keeps subnormal
-        # results, which P's fp16 rounding flushes anyway. Above the diagonal the exponent may
-        # overflow; the select drops that product.
-        for i, j in T.Parallel(C, C):
-            p16[i, j] = T.cast(T.if_then_else(
-                j <= i, p[i, j] * (scale * T.call_extern("float32", "qla_ex2_ftz", g_row[i] - g_col[j])),
-                0.0), HALF)
-        T.barrier_wait(xb_ready, u % 2)
-        T.gemm(kq_s[b, C:2 * C, :], xb_s, ot, transpose_B=True, clear_accum=True)
-        T.barrier_arrive(xb_free)
-        for i, j in T.Parallel(C, BV):
-            ot[i, j] = ot[i, j] * (scale * eg_s[b, i])
-        T.barrier_wait(u_ready, u % 2)
-        T.gemm(p16, u_s, ot, transpose_B=True, clear_accum=False)
-        T.barrier_arrive(u_free)
-        T.barrier_arrive(free[b])
-        T.copy(ot, ob)
-        T.barrier_wait(o_free, (u + 1) % 2)
-        T.copy(ob, o_s)
-        T.fence_proxy_async()           # the store warp may read o_s with TMA
-        T.barrier_arrive(o_ready)
-
-    @T.macro
     def consumer(w, X, Xb, vt, xkq, uT, ub, un, oT, decay, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
-                 itm, transition, x_s, itm_s, xs_ready, xs_free, xb_s, u_s, xb_ready, xb_free, u_ready, u_free):
+                 itm, transition, x_s, itm_s, xs_ready, xs_free):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
         (K S)ᵀ = X Kᵀ → Uᵀ = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K;
         beside it Oᵀ."""
@@ -445,100 +340,58 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     # this consumer's Vᵀ, read from shared before X Kᵀ so that the loads' latency
                     # hides under that product
                     load_vt(w, b, v_s, vt)
-                if o_wg:
-                    # The state's chain alone (see "The output warpgroup"): (K S)ᵀ = X Kᵀ (N = 64),
-                    # Wᵀ, Uᵀ = Wᵀ Aβᵀ, the update. X's bf16 copy and Uᵀ go to WG_P through shared.
-                    if o_wg == 1:
-                        T.barrier_wait(xb_free, (u + 1) % 2)    # WG_P has read the previous chunk's
-                        hand_over(w, xb_s, Xb, K, xb_ready)
-                    T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
+                # (K S)ᵀ = X Kᵀ (RS), then Wᵀ = Vᵀ − (K S)ᵀ ⊙ e^{γ_j} rounded once to bf16: the A
+                # operand of Uᵀ = Wᵀ Aβᵀ (RS). One product with Aβ, not Vᵀ Aβᵀ (SS) plus a second one
+                # for the K S term: W never leaves registers (FlashInfer's and FlashQLA's form; FLA
+                # rounds its v_new to bf16 the same way). With output, X Qᵀ comes from the same
+                # product: X [Kᵀ | Qᵀ] (N = 128: K and Q are one shared tile), one wgmma batch and
+                # one wait where there were two, and the old state's bf16 copy is dead after it.
+                if with_output:
+                    T.gemm(Xb, kq_s[b, :, :], xkq, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(R, C):
-                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
-                    if o_wg == 2:
-                        # X's copy stored under Wᵀ Aβᵀ, not under X Kᵀ: PTX leaves reading a product's
-                        # own A registers (Xb) before its wait undefined; W and Aβ are this one's
-                        T.wgmma_gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
-                        T.barrier_wait(xb_free, (u + 1) % 2)
-                        hand_over(w, xb_s, Xb, K, xb_ready)
-                        T.wait_wgmma(0)
-                        T.warpgroup_fence_operand(uT, num_regs=R * C // 128)    # no read of uT above the wait
-                    else:
-                        T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
-                    nvalid = T.min(eos - bos - c * C, C)
-                    if nvalid < C:      # as below: Uᵀ's columns past eos are the next sequence's
-                        for i, j in T.Parallel(R, C):
-                            uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
-                    T.copy(uT, ub)                              # Uᵀ (fp16) for WG_P's P U
+                        ub[i, j] = T.cast(T.cast(vt[i, j], accum) - xkq[i, j] * eg_s[b, j], HALF)
+                    # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j}, completed by Uᵀ Pᵀ below
                     for i, j in T.Parallel(R, C):
-                        uT[i, j] = uT[i, j] * egl_s[b, j]
-                    T.copy(uT, un)
-                    decay[0] = eg_s[b, C - 1]
-                    for i, j in T.Parallel(R, K):
-                        X[i, j] = X[i, j] * decay[0]
-                    T.barrier_wait(u_free, (u + 1) % 2)
-                    if o_wg == 2:
-                        # Uᵀ's copy stored under the update, whose A operand is un
-                        T.wgmma_gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)
-                        hand_over(w, u_s, ub, C, u_ready)
-                        T.wait_wgmma(0)
-                        T.warpgroup_fence_operand(X, num_regs=R * K // 128)
-                    else:
-                        hand_over(w, u_s, ub, C, u_ready)
-                        T.gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)
-                    T.barrier_arrive(free[b])
+                        oT[i, j] = xkq[i, C + j] * (scale * eg_s[b, j])
                 else:
-                    # (K S)ᵀ = X Kᵀ (RS), then Wᵀ = Vᵀ − (K S)ᵀ ⊙ e^{γ_j} rounded once to bf16: the A
-                    # operand of Uᵀ = Wᵀ Aβᵀ (RS). One product with Aβ, not Vᵀ Aβᵀ (SS) plus a second one
-                    # for the K S term: W never leaves registers (FlashInfer's and FlashQLA's form; FLA
-                    # rounds its v_new to bf16 the same way). With output, X Qᵀ comes from the same
-                    # product: X [Kᵀ | Qᵀ] (N = 128: K and Q are one shared tile), one wgmma batch and
-                    # one wait where there were two, and the old state's bf16 copy is dead after it.
-                    if with_output:
-                        T.gemm(Xb, kq_s[b, :, :], xkq, transpose_B=True, clear_accum=True)
+                    T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
+                    if transition:
                         for i, j in T.Parallel(R, C):
-                            ub[i, j] = T.cast(T.cast(vt[i, j], accum) - xkq[i, j] * eg_s[b, j], HALF)
-                        # Oᵀ = scale · (X_old Qᵀ) ⊙ e^{γ_j}, completed by Uᵀ Pᵀ below
-                        for i, j in T.Parallel(R, C):
-                            oT[i, j] = xkq[i, C + j] * (scale * eg_s[b, j])
+                            ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], HALF)
                     else:
-                        T.gemm(Xb, kq_s[b, 0:C, :], uT, transpose_B=True, clear_accum=True)
-                        if transition:
-                            for i, j in T.Parallel(R, C):
-                                ub[i, j] = T.cast(-uT[i, j] * eg_s[b, j], HALF)
-                        else:
-                            for i, j in T.Parallel(R, C):
-                                ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
-                    T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
-                    # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
-                    # product) so they reach neither Uᵀ Pᵀ nor the state.
-                    nvalid = T.min(eos - bos - c * C, C)
-                    if nvalid < C:          # only a sequence's partial last chunk (a warp-uniform branch)
                         for i, j in T.Parallel(R, C):
-                            uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
-                    if with_output:
-                        T.copy(uT, ub)                              # Uᵀ (fp16) for Uᵀ Pᵀ
+                            ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
+                T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
+                # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
+                # product) so they reach neither Uᵀ Pᵀ nor the state.
+                nvalid = T.min(eos - bos - c * C, C)
+                if nvalid < C:          # only a sequence's partial last chunk (a warp-uniform branch)
                     for i, j in T.Parallel(R, C):
-                        uT[i, j] = uT[i, j] * egl_s[b, j]
-                    T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
-                    # e^γ of the chunk's last valid token (the loader pads a short chunk with it): the
-                    # loader's eg_s holds it already, the same expf of the same γ, so no exp on the chain
-                    decay[0] = eg_s[b, C - 1]
-                    for i, j in T.Parallel(R, K):
-                        X[i, j] = X[i, j] * decay[0]
-                    # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
-                    T.gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)
-                    if with_output:
-                        T.barrier_wait(p_ready[b], (u // 2) % 2)    # P of this chunk (WG_P)
-                        T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
-                    T.barrier_arrive(w_free[b])
-                    T.barrier_arrive(free[b])
-                    if with_output:
-                        T.copy(oT, un)                              # Oᵀ in the input dtype (un is free)
-                        T.barrier_wait(o_free, (u + 1) % 2)
-                        # Oᵀ written transposed into the O tile for the store warp
-                        store_ot(w, un, o_s)
-                        T.fence_proxy_async()       # the store warp may read o_s with TMA
-                        T.barrier_arrive(o_ready)
+                        uT[i, j] = T.if_then_else(j < nvalid, uT[i, j], 0.0)
+                if with_output:
+                    T.copy(uT, ub)                              # Uᵀ (fp16) for Uᵀ Pᵀ
+                for i, j in T.Parallel(R, C):
+                    uT[i, j] = uT[i, j] * egl_s[b, j]
+                T.copy(uT, un)                                  # e^{γ_C−γ} ⊙ Uᵀ (bf16)
+                # e^γ of the chunk's last valid token (the loader pads a short chunk with it): the
+                # loader's eg_s holds it already, the same expf of the same γ, so no exp on the chain
+                decay[0] = eg_s[b, C - 1]
+                for i, j in T.Parallel(R, K):
+                    X[i, j] = X[i, j] * decay[0]
+                # X ← e^{γ_C} X + (e^{γ_C−γ} ⊙ Uᵀ) K (RS): the chain's last step
+                T.gemm(un, kq_s[b, 0:C, :], X, clear_accum=False)
+                if with_output:
+                    T.barrier_wait(p_ready[b], (u // 2) % 2)    # P of this chunk (WG_P)
+                    T.gemm(ub, p_s[b, :, :], oT, transpose_B=True, clear_accum=False)
+                T.barrier_arrive(w_free[b])
+                T.barrier_arrive(free[b])
+                if with_output:
+                    T.copy(oT, un)                              # Oᵀ in the input dtype (un is free)
+                    T.barrier_wait(o_free, (u + 1) % 2)
+                    # Oᵀ written transposed into the O tile for the store warp
+                    store_ot(w, un, o_s)
+                    T.fence_proxy_async()       # the store warp may read o_s with TMA
+                    T.barrier_arrive(o_ready)
             if do_store != 0:
                 store_x(dst, dst_row, bh, v0w, X)
             cnt[0] = cnt[0] + nloop
@@ -553,20 +406,17 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         start state (x_s, TMA, in the pool's dtype and layout) in shared as soon as the consumers
         have taken the previous item's, so at an item boundary the consumers wait neither for the
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
-        T.import_source(MATRIX_HELPERS + O_WG_HELPERS if o_wg else MATRIX_HELPERS)   # one import a kernel
+        T.import_source(MATRIX_HELPERS)
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
         a_s = T.alloc_shared((2, C, C), HALF)
         g_s = T.alloc_shared((2, C), accum)
         eg_s = T.alloc_shared((2, C), accum)          # e^{γ_j}
         egl_s = T.alloc_shared((2, C), accum)         # e^{γ_C − γ_i}
-        # P = scale · (Q Kᵀ ⊙ D_incl); with the output on WG_P, P stays in its registers
-        p_s = T.alloc_shared((2, C, C), HALF) if not o_wg else None
+        p_s = T.alloc_shared((2, C, C), HALF)         # P = scale · (Q Kᵀ ⊙ D_incl)
         o_s = T.alloc_shared((C, BV), in_dtype)
         x_s = T.alloc_shared((BV, K) if vk else (K, BV), src.dtype) if prefetch_state else None
         itm_s = T.alloc_shared((9,), "int32") if prefetch_state else None
-        xb_s = T.alloc_shared((BV, K), in_dtype) if o_wg else None     # X's bf16 copy, for WG_P's Q Xbᵀ
-        u_s = T.alloc_shared((BV, C), HALF) if o_wg else None          # Uᵀ (fp16), for WG_P's P U
         # V is no longer a wgmma operand, so nothing would swizzle it: the consumers' transposed
         # reads (4 tokens × 8 V columns a warp load) would hit one bank four times. A 128-byte
         # swizzle (one V row of 64 bf16 is one 128-byte line; TMA writes it swizzled) spreads them.
@@ -577,14 +427,10 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         w_ready = T.alloc_barrier(arrive_count=[128, 128])   # q, k normalised (only with in-kernel l2norm)
         p_ready = T.alloc_barrier(arrive_count=[128, 128])
         w_free = T.alloc_barrier(arrive_count=[NW * 128, NW * 128])
-        o_ready = T.alloc_barrier(arrive_count=128 if o_wg else NW * 128)   # the O tile's maker(s)
+        o_ready = T.alloc_barrier(arrive_count=NW * 128)
         o_free = T.alloc_barrier(arrive_count=32)
         xs_ready = T.alloc_barrier(arrive_count=32) if prefetch_state else None
         xs_free = T.alloc_barrier(arrive_count=NW * 128) if prefetch_state else None
-        xb_ready = T.alloc_barrier(arrive_count=NW * 128) if o_wg else None      # consumers → WG_P: xb_s
-        xb_free = T.alloc_barrier(arrive_count=128) if o_wg else None            # back
-        u_ready = T.alloc_barrier(arrive_count=NW * 128) if o_wg else None       # consumers → WG_P: u_s
-        u_free = T.alloc_barrier(arrive_count=128) if o_wg else None             # back
 
         X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
         Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
@@ -611,28 +457,22 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         rn = T.alloc_fragment((C,), accum)
         g_row = T.alloc_fragment((C,), accum)             # WG_P: γ of P's rows and columns
         g_col = T.alloc_fragment((C,), accum)
-        p16 = T.alloc_fragment((C, C), HALF) if o_wg else None        # WG_P's P, the A operand of P U
-        ot = T.alloc_fragment((C, BV), accum) if o_wg else None       # WG_P's O [tokens, V rows]
-        ob = T.alloc_fragment((C, BV), in_dtype) if o_wg else None
 
         tx = T.get_thread_binding()
         if tx < P0:
             if NW == 1:
                 consumer(0, X0, Xb0, vt0, xkq0, uT0, ub0, un0, oT0, decay0, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                          p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
-                         item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free,
-                         xb_s, u_s, xb_ready, xb_free, u_ready, u_free)
+                         item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
             else:
                 if tx < 128:
                     consumer(0, X0, Xb0, vt0, xkq0, uT0, ub0, un0, oT0, decay0, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free,
-                             xb_s, u_s, xb_ready, xb_free, u_ready, u_free)
+                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
                 else:
                     consumer(1, X1, Xb1, vt1, xkq1, uT1, ub1, un1, oT1, decay1, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free,
-                             xb_s, u_s, xb_ready, xb_free, u_ready, u_free)
+                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
             T.set_max_nreg(nreg_p, inc_p)
@@ -650,10 +490,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         T.fence_proxy_async()
                         T.sync_threads(BAR_P, 128)
                         T.barrier_arrive(w_ready[b])            # the consumers' X Kᵀ may read K now
-                    if o_wg:
-                        output_warpgroup_chunk(b, u, p, p16, g_row, g_col, ot, ob, kq_s, g_s, eg_s, xb_s, u_s, o_s,
-                                               xb_ready, xb_free, u_ready, u_free, free, o_ready, o_free)
-                    elif with_output:
+                    if with_output:
                         T.barrier_wait(w_free[b], (u // 2 + 1) % 2)
                         # P = scale · (Q Kᵀ ⊙ D_incl). The mask runs on registers and stores once, in
                         # pairs. Read between the p_s stores, γ_i and γ_j were reloaded from shared
@@ -677,8 +514,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                             p_s[b, i, j] = T.cast(p[i, j], HALF)
                         T.fence_proxy_async()
                         T.barrier_arrive(p_ready[b])
-                    if not o_wg:        # (the output warpgroup releases the chunk before O's store)
-                        T.barrier_arrive(free[b])
+                    T.barrier_arrive(free[b])
                 cnt[0] = cnt[0] + nloop
 
         else:
@@ -876,9 +712,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                 n_mine = rounds + T.if_then_else(last_pos < n_all % num_ctas, 1, 0)
                 walk(q, k, v, gcum, a, out, pool, pool, n_mine, persistent_item,
                      (bx, num_ctas, seq_order, cu_seqlens, state_indices, has_initial_state, null_slot), False,
-                     # (with the output warpgroup's two hand-off tiles an fp32 pool's 64-KiB start
-                     # tile does not fit at V-block 128: each item reads its start from the pool)
-                     prefetch_state=not (o_wg and BV == 128 and pool_dtype == "float32"))
+                     prefetch_state=True)
         return qla_fused_fwd_persistent
 
     if phase == 0:
