@@ -6,6 +6,8 @@
 #      AB_HEADS × AB_MIXES at the plan's V-block, each label in its own process;
 #   3. the whole GPU test file in the faster mode, if one is ≥ 3 % faster than the tree over the
 #      A/B's rows (sum of qla_ms), errors against session 43's record of main's kernels.
+# After this call the form left main: `git apply bench_serving/results/h200-session51/o-warpgroup.patch`
+# first to run it again.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 echo "setup $((SECONDS - t0)) s"
