@@ -1,6 +1,6 @@
 # Session 51: session 49's lease plan for the output warpgroup (QLA_O_WG; h200-session49/scripts/
 # call_owg.sh) in ONE call, since 809 s of device time were left: every kernel it needs was built on
-# the CPU machine and travels as .gpu-p/tlc51-*.tar.xz (common.sh unpacks them), so nothing compiles.
+# the CPU machine and travels as .gpu-p/tlc51.tar.xz (common.sh unpacks every .gpu-p/tlc*.tar.xz), so nothing compiles.
 #   1. the quick GPU tests (common.sh's QUICK_K) in modes 1 and 2: a wrong hand-off or a hang shows here;
 #   2. kernel_ab.sh: the tree (switch off) against O (mode 1) and A (mode 2), the modes that passed,
 #      AB_HEADS × AB_MIXES at the plan's V-block, each label in its own process;
