@@ -1,0 +1,12 @@
+# Session 52, call 4: the whole GPU test file on main (tests/test_hopper_gpu.py), which no call had
+# run since session 43 (sessions 47-52 ran the quick subset on experiments only). Every kernel it
+# needs was built on the CPU machine (.gpu-p/tlc52.tar.xz + tlc52d.tar.xz). Errors against session
+# 43's record of the same kernels.
+t0=$SECONDS
+source bench_serving/results/h200-session26/scripts/common.sh || exit 1
+TESTS_LOG=tests-main gpu_tests ${TESTS_S:-420}
+errs_vs_main tests-main; cp $OUT/err-compare.txt $OUT/err-compare-main.txt
+compiled_here
+finish
+(cd $OUT && find . -type f ! -name all.tar.gz ! -name 'err-compare-main.txt' ! -name gpu.txt ! -name tests-main.log -delete)
+echo "call $((SECONDS - t0)) s"
