@@ -17,14 +17,13 @@ cache="$(cd "$1" && pwd)" out="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 shift 3
 kernels=$(cd "$cache" && ls -d */*/kernels 2>/dev/null | head -n 1)
 [ -n "$kernels" ] || { echo "no */*/kernels under $cache" >&2; exit 1; }
-mark=$(mktemp)
+mark=$(mktemp) list=$(mktemp)
+trap 'rm -f "$mark" "$list"' EXIT
 find "$cache/$kernels" -mindepth 2 -maxdepth 2 -name manifest.json -exec touch -a -d 2000-01-01 {} +
 touch -d "@$(( $(date +%s) - 1 ))" "$mark"     # a second back: reads in the same clock tick still count
 TILELANG_CACHE_DIR="$cache" "$@"
-list=$(mktemp)
 (cd "$cache" && find "$kernels" -mindepth 2 -maxdepth 2 -name manifest.json -neweram "$mark" -printf '%h\n' | sort > "$list")
 n=$(wc -l < "$list")
-[ "$n" -gt 0 ] || { echo "no entry was looked up (is the mount noatime?)" >&2; rm -f "$mark" "$list"; exit 1; }
+[ "$n" -gt 0 ] || { echo "no entry was looked up (is the mount noatime?)" >&2; exit 1; }
 (cd "$cache" && tar -cJf "$out" -T "$list")
 echo "$n entries looked up, packed into $out ($(du -h "$out" | cut -f1))"
-rm -f "$mark" "$list"
