@@ -1,4 +1,4 @@
-"""Session 52: CPU emulation of kkt_solve_series.py's inverse (fp16 operands where they enter the tensor cores,
+"""Session 52: CPU emulation of the series merge's inverse (patches/kkt_solve_series.patch) (fp16 operands where they enter the tensor cores,
 fp32 accumulation) against main's block scheme and fp64, on tests/test_kkt_scheme.py's cases. Per case: (inverse
 error relative to max |X|, Aβ error relative to max |Aβ|) for main, the series without and with the exact
 fp32 diagonal blocks (the kernel's form).   python bench_serving/results/h200-session52/exp/series_emulation.py
@@ -7,24 +7,15 @@ import sys, torch
 sys.path.insert(0, 'tests')
 from test_kkt_scheme import gated_l, kernel_scheme, reference, scheme_errors, _inputs, CASES, C, B
 f16 = lambda x: x.to(torch.float16).float()
+BLOCK_DIAG = (torch.arange(C)[:, None] // B) == (torch.arange(C)[None, :] // B)   # the 16×16 diagonal blocks
 
 def diag_blocks(lf):
-    x = torch.zeros(C, C)
-    for blk in range(4):
-        ld = lf[blk*B:(blk+1)*B, blk*B:(blk+1)*B]
-        xb = torch.zeros(B, B)
-        for r in range(B):
-            v = torch.zeros(B); v[r] = 1.0
-            for m in range(r):
-                v = v - ld[r, m] * xb[m]
-            xb[r] = v
-        x[blk*B:(blk+1)*B, blk*B:(blk+1)*B] = xb
-    return x
+    """X_d: the diagonal blocks of main's inverse, which its merges leave as the substitution made them."""
+    return torch.where(BLOCK_DIAG, kernel_scheme(lf), torch.zeros(()))
 
 def neumann(lf, fix_diag=False):
     xd = diag_blocks(lf)
-    blk = (torch.arange(C)[:, None] // B) == (torch.arange(C)[None, :] // B)
-    loff = torch.where(blk, torch.zeros(()), lf)
+    loff = torch.where(BLOCK_DIAG, torch.zeros(()), lf)
     Et = f16(loff.T) @ f16(xd.T)
     S1 = f16(Et)
     Q = S1 @ S1
@@ -34,7 +25,7 @@ def neumann(lf, fix_diag=False):
     Xt = f16(xd.T) @ f16(W2)
     X = Xt.T.contiguous()
     if fix_diag:
-        X = torch.where(blk, xd, X)
+        X = torch.where(BLOCK_DIAG, xd, X)
     return X
 
 for case in CASES:
