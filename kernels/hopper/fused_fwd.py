@@ -106,7 +106,9 @@ import os
 
 import tilelang
 import tilelang.language as T
-from tilelang.layout import make_full_bank_swizzled_layout
+from tilelang.layout import make_full_bank_swizzled_layout, make_quarter_bank_swizzled_layout
+
+from .kkt_solve import ABETA_PANEL
 
 CHUNK = 64
 # Every cross-warpgroup hazard is ordered by the mbarriers below and every hazard inside a
@@ -407,6 +409,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         have taken the previous item's, so at an item boundary the consumers wait neither for the
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
         T.import_source(MATRIX_HELPERS)
+        B = ABETA_PANEL
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
         a_s = T.alloc_shared((2, C, C), HALF)
@@ -421,6 +424,9 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         # reads (4 tokens × 8 V columns a warp load) would hit one bank four times. A 128-byte
         # swizzle (one V row of 64 bf16 is one 128-byte line; TMA writes it swizzled) spreads them.
         T.annotate_layout({v_s: make_full_bank_swizzled_layout(v_s)})
+        # Aβ in 16-column panels (32-byte swizzle), kkt_solve's output layout: each panel's lower
+        # rows are one TMA box (kkt_solve.ABETA_PANEL).
+        T.annotate_layout({a_s: make_quarter_bank_swizzled_layout(a_s)})
 
         ready = T.alloc_barrier(arrive_count=[96, 96])
         free = T.alloc_barrier(arrive_count=[n_free, n_free])
@@ -586,6 +592,16 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         T.barrier_arrive(ready[b])
                     cnt[0] = cnt[0] + nloop
             elif tx < IO0 + 96:
+                # Aβ's blocks above the diagonal: never loaded (kkt_solve does not write them; see
+                # kkt_solve.ABETA_PANEL), zero in both buffers from the start. In the panel layout
+                # they are the first 16J rows of panel J, contiguous.
+                for bb, i, j in T.Parallel(2, B, B):
+                    a_s[bb, i, B + j] = T.cast(0, HALF)
+                for bb, i, j in T.Parallel(2, 2 * B, B):
+                    a_s[bb, i, 2 * B + j] = T.cast(0, HALF)
+                for bb, i, j in T.Parallel(2, 3 * B, B):
+                    a_s[bb, i, 3 * B + j] = T.cast(0, HALF)
+                T.fence_proxy_async()       # the consumers' wgmma reads them (after ready[b])
                 for it in T.serial(n_items):
                     item_at(it, item_ctx, itm)
                     bh = itm[1]
@@ -608,7 +624,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         b = u % 2
                         left = bos + c * C
                         T.barrier_wait(free[b], (u // 2 + 1) % 2)
-                        T.tma_copy(a[left:left + C, bh, 0:C], a_s[b, :, :], barrier=ready[b])
+                        # the rows 16J.. of each 16-column panel J (four statements: a TileLang
+                        # loop would make the boxes' extents symbolic)
+                        T.tma_copy(a[left:left + C, bh, 0:B], a_s[b, 0:C, 0:B], barrier=ready[b])
+                        T.tma_copy(a[left + B:left + C, bh, B:2 * B], a_s[b, B:C, B:2 * B], barrier=ready[b])
+                        T.tma_copy(a[left + 2 * B:left + C, bh, 2 * B:3 * B], a_s[b, 2 * B:C, 2 * B:3 * B],
+                                   barrier=ready[b])
+                        T.tma_copy(a[left + 3 * B:left + C, bh, 3 * B:C], a_s[b, 3 * B:C, 3 * B:C], barrier=ready[b])
                         T.barrier_arrive(ready[b])
                     cnt[0] = cnt[0] + nloop
             else:

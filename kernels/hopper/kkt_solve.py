@@ -64,12 +64,19 @@ stall samples (session 12's ncu, 16/32 8192×4). Measured in session 15: no chan
 
 import tilelang
 import tilelang.language as T
+from tilelang.layout import make_quarter_bank_swizzled_layout
 
 CHUNK = 64
 LOG2E = 1.4426950408889634
 # Aβ as written to ``a`` (and read by the walk, whose Wᵀ Aβᵀ product takes fp16 operands:
 # fused_fwd.HALF; the host allocates ``a`` in this dtype).
 A_DTYPE = "float16"
+# Aβ is lower-triangular, so ``a`` holds only its 16-row blocks on and below the diagonal (10 of 16,
+# 62.5 % of the tile's bytes): four TMA boxes a chunk, one per 16-column panel J holding rows
+# 16J..63 of it. The blocks above are never written, and the walk never reads them (its tile keeps
+# them zero). Shared tiles of Aβ, here and in the walk, are laid out in these panels (32-byte
+# swizzle: a panel's rows are contiguous), so that each box is one contiguous TMA transfer.
+ABETA_PANEL = 16
 MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~36 KiB per CTA)
 # Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the fp16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
@@ -117,7 +124,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             # reads (or writes) at once in different banks.
             ld_s = T.alloc_shared((4, B * B + 16), accum)
             xd_s = T.alloc_shared((4, B * B + 16), accum)
-            o_s = T.alloc_shared((C, C), A_DTYPE)            # output staging (X · diag(β))
+            o_s = T.alloc_shared((C, C), A_DTYPE)            # output staging (X · diag(β)), in panels
             # Merge operands, fp16:
             a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
             b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
@@ -134,6 +141,9 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             g_row = T.alloc_fragment((C,), accum)            # γ and β of L's rows, γ of its columns
             b_row = T.alloc_fragment((C,), accum)
             g_col = T.alloc_fragment((C,), accum)
+
+            # In 16-column panels (ABETA_PANEL): each panel's lower rows are one TMA box.
+            T.annotate_layout({o_s: make_quarter_bank_swizzled_layout(o_s)})
 
             tx = T.get_thread_binding()
             left = chunk_bounds[bc, 0]
@@ -251,8 +261,15 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 for i, j in T.Parallel(Hf, Hf):
                     o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], A_DTYPE)
 
-                if nvalid == C:     # a whole chunk: one bulk (TMA) store
-                    T.copy(o_s, a[left:left + C, bh, 0:C])
+                if nvalid == C:
+                    # A whole chunk: Aβ's blocks on and below the diagonal (ABETA_PANEL), one TMA
+                    # store per 16-column panel J, its rows 16J..63.
+                    # (Four statements: a TileLang loop would make the boxes' extents symbolic.)
+                    T.tma_copy(o_s[0:C, 0:B], a[left:left + C, bh, 0:B])
+                    T.tma_copy(o_s[B:C, B:2 * B], a[left + B:left + C, bh, B:2 * B])
+                    T.tma_copy(o_s[2 * B:C, 2 * B:3 * B], a[left + 2 * B:left + C, bh, 2 * B:3 * B])
+                    T.tma_copy(o_s[3 * B:C, 3 * B:C], a[left + 3 * B:left + C, bh, 3 * B:C])
+                    T.tma_store_wait(0)
                 else:               # a sequence's last, partial chunk: its real rows only
                     for i, j in T.Parallel(C, C):
                         if i < nvalid:
