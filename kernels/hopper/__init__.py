@@ -53,6 +53,10 @@ BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
 L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
+# Tests: 1 NaN-fills kkt_solve's Aβ buffer before every call. kkt_solve writes only Aβ's blocks on
+# and below the diagonal (kkt_solve.ABETA_PANEL), so a walk that read any other element of a real
+# row would show NaN in the output.
+ABETA_POISON_ENV = "QLA_ABETA_POISON"
 
 _lock = threading.Lock()
 _kernels: dict[tuple, Any] = {}
@@ -900,6 +904,8 @@ def gdn_prefill_hopper(
     if T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
         a = torch.empty(T_, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
+        if os.environ.get(ABETA_POISON_ENV) == "1":
+            a.fill_(float("nan"))
         if plan.num_chunks > 0:
             kkt(k, g, beta, plan.chunk_bounds, gcum, a)
     else:

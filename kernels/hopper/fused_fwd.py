@@ -51,10 +51,14 @@ Warpgroups (BV = 64: 384 threads, one consumer; BV = 128: 512 threads, two consu
                              64-column tiles; the γ warp also makes the vectors e^γ and e^{γ_C−γ}) and one
                              warp storing O.
 Register split (setmaxnreg, consumers / WG_P / WG_IO): 240 / 160 / 32 at BV 64, 208 / 64 / 32 at BV 128 (see NREG).
-Rows past a sequence's end (its last, partial chunk): q/k/v/Aβ rows there hold the next sequence's
-(finite) data or TMA's zero fill; γ repeats the last valid value, so every exponent stays ≤ 0; Aβ's
-columns past the end are zero (kkt_solve pads β with 0), so no valid row mixes them in; Uᵀ's columns
-past the end are zeroed by a select (on that chunk only) before they reach Uᵀ Pᵀ or the state; O's rows there are not stored.
+Rows past a sequence's end (its last, partial chunk): q/k/v rows there hold the next sequence's
+(finite) data or TMA's zero fill, Aβ rows that or, in blocks kkt_solve never writes (above the next
+sequence's diagonal: kkt_solve.ABETA_PANEL), any bits, NaN included; γ repeats the last valid value, so
+every exponent stays ≤ 0; Aβ's columns past the end are zero (kkt_solve pads β with 0), so no valid row
+mixes them in; Uᵀ's columns past the end are replaced by zeros with a select (on that chunk only: a
+product with a mask would keep a NaN) before they reach Uᵀ Pᵀ or the state; O's rows there are not stored.
+Aβ's tile (``a_s``) is loaded as the lower-triangular 16-row blocks kkt_solve writes, four TMA boxes a
+chunk; its blocks above the diagonal are zeroed once by the loader warp and never loaded.
 Barrier protocol (each barrier once per use of its buffer, so its wait parity is the use count's parity):
     ready[b] / free[b]       loaders → (consumers, WG_P) / back: input buffer b = c mod 2
     w_ready[b]               WG_P → consumers: q, k of chunk c normalised in place (in-kernel l2norm only)

@@ -6,7 +6,8 @@ For chunk rows i, j (C = 64), γ = chunk-local cumsum of g, D_ij = e^{γ_i − �
     Aβ = (I + L)⁻¹ diag(β)            (so that U = Aβ (V − diag(e^γ) K S₀))
 Outputs: ``gcum [T, HV]`` fp32 (γ per token) and ``a [T, HV, 64]`` (Aβ row of each token, fp16:
 the walk's Wᵀ Aβᵀ product takes fp16 operands, see fused_fwd.HALF; before session 42 the input
-dtype). Only rows of real tokens are written; the padding of a sequence's last chunk uses β = 0 and
+dtype). Only rows of real tokens are written, and of a whole chunk's rows only the 16-row blocks on
+and below the diagonal (ABETA_PANEL; session 53); the padding of a sequence's last chunk uses β = 0 and
 g = 0, so no padded row or column leaks into a real one. The gate is applied before any exponential
 sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch per element; 0
 elsewhere).

@@ -1,0 +1,18 @@
+# Session 53, call 3: the whole GPU test file on the tree (Aβ in panels), every call with Aβ's buffer
+# NaN-filled first (the tests' QLA_ABETA_POISON), errors against session 43's record of main's
+# kernels; before it, the poisoning shown to catch a walk that reads Aβ's unwritten blocks: label X
+# = the tree's kkt_solve with main's walk (which loads whole 64×64 tiles), quick tests, expected to
+# FAIL. Kernels: .gpu-p/tlc53t.tar.xz (built on the CPU machine). Carry .gpu, that tar, .work/ab.
+t0=$SECONDS
+source bench_serving/results/h200-session26/scripts/common.sh || exit 1
+X=.work/ab/kkt_solve_panels.py+.work/ab/fused_fwd_main.py
+AB_TESTS=1 AB_TEST_LABELS=X AB_TEST_K="$QUICK_K" AB_BLOCK_V="" AB_DEADLINE=${MUT_S:-150} \
+  bash bench_serving/kernel_ab.sh $OUT/mut X=$X > $OUT/mut.log 2>&1
+echo "mutation X (expected to fail): $(grep '^\[ab\]' $OUT/mut.log)"
+grep -E "^FAILED" $OUT/mut/tests-X.log | cut -c1-160 | head -10
+TESTS_LOG=tests-tree gpu_tests ${TESTS_S:-400}
+errs_vs_main tests-tree; cp $OUT/err-compare.txt $OUT/err-compare-tree.txt
+compiled_here
+finish
+(cd $OUT && find . -type f ! -name all.tar.gz ! -name 'err-compare-*.txt' ! -name gpu.txt ! -name tests-tree.log -delete)
+echo "call $((SECONDS - t0)) s"
