@@ -17,8 +17,9 @@ head), or per (chunk, part of a key head's value heads) on small grids (see Grid
 loaded once and K Kᵀ (64×64×128, wgmma, fp32 accumulate) is computed once; g and β of all G = HV / H
 value heads sharing that key head are loaded together with K and cumsummed at once (one warp per
 head). The CTA then walks the G value heads: gated L in registers (K Kᵀ's fragment
-layout) → shared → inverse → output staged in shared and written by one bulk (TMA) store (a
-sequence's partial last chunk: its real rows, as 16-byte rows). About 12 barriers per value head
+layout) → shared → inverse → output staged in shared and written by four TMA stores, one per
+16-column panel of its lower blocks (ABETA_PANEL; a sequence's partial last chunk: its real rows, as
+16-byte rows). About 12 barriers per value head
 (TileLang's sync planner adds one after every mma stage).
 
 The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to fp16 on output; its blocks
