@@ -414,6 +414,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
         T.import_source(MATRIX_HELPERS)
         B = ABETA_PANEL
+        assert C == 4 * B       # Aβ's four panel loads below
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
         v_s = T.alloc_shared((2, NW, C, R), in_dtype)  # each consumer's 64 V columns
         a_s = T.alloc_shared((2, C, C), HALF)

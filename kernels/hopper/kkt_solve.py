@@ -95,7 +95,8 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
     K Kᵀ itself: more CTAs, shorter serial walks, for grids too small to fill the SMs (the plan's
     choice: ``kkt_heads_per_cta`` in ``__init__``)."""
     C = CHUNK
-    B = 16                      # diagonal block
+    B = 16                      # diagonal block (also Aβ's store panel: the four stores below)
+    assert B == ABETA_PANEL and C == 4 * B
     Hf = 32                     # merge block
     G = heads_per_cta or HV // H
     S = HV // H // G            # CTAs per (chunk, key head)
