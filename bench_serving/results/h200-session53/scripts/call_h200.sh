@@ -7,10 +7,7 @@ t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 END=${CALL_END:-560}
 left() { echo $(( END - (SECONDS - t0) )); }
-M=.work/ab/kkt_solve_main.py+.work/ab/fused_fwd_main.py
-T2=.work/ab/kkt_solve_panels.py+.work/ab/fused_fwd_panels.py
-cmp -s .work/ab/kkt_solve_panels.py kernels/hopper/kkt_solve.py && cmp -s .work/ab/fused_fwd_panels.py kernels/hopper/fused_fwd.py \
-  || { echo "T2's files are not the tree's"; exit 1; }
+source bench_serving/results/h200-session53/scripts/ab_labels.sh
 AB_TESTS=0 AB_PREBUILD=0 AB_BLOCK_V=plan AB_HEADS=${AB_HEADS:-16/64,16/32} \
   AB_MIXES=${AB_MIXES:-1x32768,16384+16384,8192x4,1x8192} AB_DEADLINE=${AB_S:-150} \
   bash bench_serving/kernel_ab.sh $OUT/ab M=$M T2=$T2 M2=$M > $OUT/ab.log 2>&1

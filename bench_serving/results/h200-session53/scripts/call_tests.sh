@@ -5,7 +5,7 @@
 # FAIL. Kernels: .gpu-p/tlc53t.tar.xz (built on the CPU machine). Carry .gpu, that tar, .work/ab.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
-X=.work/ab/kkt_solve_panels.py+.work/ab/fused_fwd_main.py
+source bench_serving/results/h200-session53/scripts/ab_labels.sh
 AB_TESTS=1 AB_TEST_LABELS=X AB_TEST_K="$QUICK_K" AB_BLOCK_V="" AB_DEADLINE=${MUT_S:-150} \
   bash bench_serving/kernel_ab.sh $OUT/mut X=$X > $OUT/mut.log 2>&1
 echo "mutation X (expected to fail): $(grep '^\[ab\]' $OUT/mut.log)"
