@@ -53,6 +53,7 @@ BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
 L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
+KKT_INVERSE_ENV = "QLA_KKT_INVERSE"       # A/B aid: kkt_solve's inverse form (kkt_solve.INVERSES; default "tl")
 # Tests: 1 NaN-fills kkt_solve's Aβ buffer before every call. kkt_solve writes only Aβ's blocks on
 # and below the diagonal (kkt_solve.ABETA_PANEL), so a walk that read any other element of a real
 # row would show NaN in the output.
@@ -364,10 +365,23 @@ def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides
     strides = tuple(int(x) for x in strides)
     if heads_per_cta is not None and heads_per_cta >= HV // H:
         heads_per_cta = None            # the default form: one key (and cache entry) for it
+    inverse = kkt_inverse()
     key = ("kkt", H, HV, K, dtype, bool(use_qk_l2norm), strides) + (
-        () if heads_per_cta is None else (("heads_per_cta", int(heads_per_cta)),))
+        () if heads_per_cta is None else (("heads_per_cta", int(heads_per_cta)),)) + (
+        () if inverse == "tl" else (("inverse", inverse),))
     return _get(key, lambda: _compile(kkt_solve.build_kkt_solve(H, HV, K, dtype, bool(use_qk_l2norm), strides,
-                                                                heads_per_cta), kkt_solve.PASS_CONFIGS))
+                                                                heads_per_cta, inverse), kkt_solve.PASS_CONFIGS))
+
+
+def kkt_inverse() -> str:
+    """kkt_solve's inverse form (``QLA_KKT_INVERSE``: one of ``kkt_solve.INVERSES``, default "tl";
+    "warp" is :mod:`tri_inverse`'s, an A/B candidate). Warm-up builds the form it runs under."""
+    from . import kkt_solve
+
+    got = os.environ.get(KKT_INVERSE_ENV, "") or "tl"
+    if got not in kkt_solve.INVERSES:
+        raise ValueError(f"{KKT_INVERSE_ENV}={got!r}: expected one of {kkt_solve.INVERSES}")
+    return got
 
 
 def kkt_heads_per_cta(num_chunks: int, num_k_heads: int, num_v_heads: int, sms: int) -> int:
@@ -812,7 +826,7 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
 
 
 _form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass,
-                                           #  kkt heads per CTA) → _kernels_for
+                                           #  kkt heads per CTA, kkt inverse form) → _kernels_for
 
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
@@ -868,7 +882,8 @@ def gdn_prefill_hopper(
     if kkt_heads is None:
         kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
         plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads)
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads,
+                                     kkt_inverse())
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
