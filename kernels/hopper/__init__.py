@@ -7,6 +7,8 @@ l2norm pass when the call asks for l2norm), and the gating kernel of ``qla_serve
                    engine's raw gate inputs
     kkt_solve.py   per (chunk, key head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
                    for the key head's value heads
+    tri_inverse.py that inverse as hand-written CUDA for one warpgroup (``QLA_KKT_INVERSE=warp``, an
+                   A/B candidate)
     fused_fwd.py   per (V block, value head, sequence): warp-specialised state walk + output, state
                    read from and written to ``state_pool[state_indices[n]]`` in place
     cp.py, cp_combine.py   exact intra-card context parallelism for long sequences with few heads
