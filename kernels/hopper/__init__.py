@@ -56,6 +56,7 @@ DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python 
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
 L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
 KKT_INVERSE_ENV = "QLA_KKT_INVERSE"       # A/B aid: kkt_solve's inverse form (kkt_solve.INVERSES; default "tl")
+FUSED_ABETA_ENV = "QLA_FUSED_ABETA"       # A/B aid: 1 = the walk makes Aβ itself, no kkt_solve (fused_fwd)
 # Tests: 1 NaN-fills kkt_solve's Aβ buffer before every call. kkt_solve writes only Aβ's blocks on
 # and below the diagonal (kkt_solve.ABETA_PANEL), so a walk that read any other element of a real
 # row would show NaN in the output.
@@ -375,6 +376,25 @@ def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides
                                                                 heads_per_cta, inverse), kkt_solve.PASS_CONFIGS))
 
 
+def fused_abeta() -> bool:
+    """Whether the walk makes Aβ itself (``QLA_FUSED_ABETA=1``, an A/B candidate: see
+    ``fused_fwd.build_fused_fwd``'s ``fused_abeta``): kkt_solve is then replaced by the γ-only
+    kernel (:func:`gamma_kernel`) and every walk phase takes β where it took Aβ. Warm-up builds
+    the form it runs under."""
+    got = os.environ.get(FUSED_ABETA_ENV, "") or "0"
+    if got not in ("0", "1"):
+        raise ValueError(f"{FUSED_ABETA_ENV}={got!r}: expected 0 or 1")
+    return got == "1"
+
+
+def gamma_kernel(HV: int, g_stride: int):
+    """γ alone (:func:`kkt_solve.build_gamma`), for the walk that makes Aβ itself."""
+    from . import kkt_solve
+
+    return _get(("gamma", HV, int(g_stride)), lambda: _compile(kkt_solve.build_gamma(HV, int(g_stride)),
+                                                               kkt_solve.PASS_CONFIGS))
+
+
 def kkt_inverse() -> str:
     """kkt_solve's inverse form (``QLA_KKT_INVERSE``: one of ``kkt_solve.INVERSES``, default "tl";
     "warp" is :mod:`tri_inverse`'s, an A/B candidate). Warm-up builds the form it runs under."""
@@ -500,14 +520,17 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tai
     persistent = phase == 0 and bool(persistent)
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
+    fused = fused_abeta()
+    beta_stride = var.resolved_strides()[5] if fused else 0
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ())
+           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ()) \
+        + ((("fused_abeta", beta_stride),) if fused else ())
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase), persistent, bool(tail_start)),
+                                  int(phase), persistent, bool(tail_start), fused, beta_stride),
         fused_fwd.PASS_CONFIGS))
 
 
@@ -547,6 +570,9 @@ def _fwd_kernels(var: Variant) -> None:
 
 
 def _kkt_kernels(var: Variant) -> None:
+    if fused_abeta():       # the walk makes Aβ: only γ runs before it
+        gamma_kernel(var.num_v_heads, var.resolved_strides()[4])
+        return
     for heads_per_cta in kkt_split_forms(var.num_k_heads, var.num_v_heads):
         kkt_kernel_for(var, heads_per_cta)
 
@@ -868,6 +894,10 @@ def gdn_prefill_hopper(
         return
     choice = plan_hopper(plan, HV, Vd)
     persistent = choice["persistent"] and pool_takes_tma(state_pool)
+    if persistent and fused_abeta() and state_pool.dtype == torch.float32 and choice["block_v"] == 128:
+        # The walk that makes Aβ itself adds a 17-KB tile; with the persistent form's 64-KB fp32
+        # start-state buffer that is 0.5 KB past the 227 KB a CTA may have: one CTA per item.
+        persistent = False
     out_user = None
     if T_ == 1:
         # A 1-token batch: its token strides are arbitrary; use compact copies (no sync). g and beta
@@ -884,8 +914,9 @@ def gdn_prefill_hopper(
     if kkt_heads is None:
         kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
         plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
+    fused = fused_abeta()
     key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads,
-                                     kkt_inverse())
+                                     kkt_inverse(), fused)
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
@@ -918,7 +949,13 @@ def gdn_prefill_hopper(
     else:
         hinit = has_initial_state.contiguous().view(torch.uint8)
     cu = plan.cu_seqlens
-    if T_ > 0:
+    if T_ > 0 and fused:
+        # The walk makes Aβ itself (QLA_FUSED_ABETA): only γ before it, and the walk's `a` is β.
+        gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
+        if plan.num_chunks > 0:
+            gamma_kernel(HV, var.resolved_strides()[4])(g, plan.chunk_bounds, gcum)
+        a = beta
+    elif T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
         a = torch.empty(T_, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
         if os.environ.get(ABETA_POISON_ENV) == "1":
@@ -931,7 +968,8 @@ def gdn_prefill_hopper(
         v = torch.zeros(1, HV, Vd, dtype=v.dtype, device=dev)
         out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
         gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
-        a = torch.zeros(1, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
+        a = (torch.zeros(1, HV, dtype=torch.float32, device=dev) if fused
+             else torch.zeros(1, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev))
     # ---- intra-card context parallelism (issue 4): kernels/hopper/cp.py ----------------------------
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:

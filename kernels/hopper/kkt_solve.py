@@ -316,3 +316,33 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                             a[left + i, bh, j] = o_s[i, j]
 
     return qla_kkt_solve
+
+
+def build_gamma(HV: int, g_stride: int):
+    """γ alone: per chunk, the chunk-local cumsum of g for every value head, into ``gcum`` exactly as
+    kkt_solve writes it (the same T.cumsum over a zero-padded tile). For the walk that makes Aβ
+    itself (``fused_fwd``'s ``fused_abeta``, ``QLA_FUSED_ABETA=1``), which needs γ before it runs
+    (CP's tail scan reads it too) but not kkt_solve. Grid: one 128-thread CTA per chunk."""
+    C = CHUNK
+    NT = T.dynamic("num_tokens")
+    NC = T.dynamic("num_chunks")
+    accum = "float32"
+
+    @T.prim_func
+    def qla_gamma(
+        g: T.StridedTensor((NT, HV), (g_stride, 1), accum),
+        chunk_bounds: T.Tensor((NC, 4), "int32"),
+        gcum: T.Tensor((NT, HV), accum),
+    ):
+        with T.Kernel(NC, threads=128) as bc:
+            g_s = T.alloc_shared((HV, C), accum)
+            left = chunk_bounds[bc, 0]
+            nvalid = T.min(chunk_bounds[bc, 1] - left, C)
+            for i, h in T.Parallel(C, HV):
+                g_s[h, i] = T.if_then_else(i < nvalid, g[left + i, h], 0.0)
+            T.cumsum(src=g_s, dst=g_s, dim=1)
+            for i, h in T.Parallel(C, HV):
+                if i < nvalid:
+                    gcum[left + i, h] = g_s[h, i]
+
+    return qla_gamma
