@@ -854,7 +854,7 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
 
 
 _form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass,
-                                           #  kkt heads per CTA, kkt inverse form) → _kernels_for
+                                           #  kkt heads per CTA, kkt inverse form, fused Aβ) → _kernels_for
 
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
@@ -894,7 +894,8 @@ def gdn_prefill_hopper(
         return
     choice = plan_hopper(plan, HV, Vd)
     persistent = choice["persistent"] and pool_takes_tma(state_pool)
-    if persistent and fused_abeta() and state_pool.dtype == torch.float32 and choice["block_v"] == 128:
+    fused = fused_abeta()
+    if persistent and fused and state_pool.dtype == torch.float32 and choice["block_v"] == 128:
         # The walk that makes Aβ itself adds a 17-KB tile; with the persistent form's 64-KB fp32
         # start-state buffer that is 0.5 KB past the 227 KB a CTA may have: one CTA per item.
         persistent = False
@@ -914,7 +915,6 @@ def gdn_prefill_hopper(
     if kkt_heads is None:
         kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
         plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
-    fused = fused_abeta()
     key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads,
                                      kkt_inverse(), fused)
     kernels = _form_kernels.get(key) if key is not None else None
