@@ -23,7 +23,8 @@ layout) → shared → inverse → output staged in shared and written by four T
 (TileLang's sync planner adds one after every mma stage).
 
 The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to fp16 on output; its blocks
-enter the merge products as fp16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
+enter the merge products as fp16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3; the
+same blocks, order and roundings as hand-written CUDA in :mod:`tri_inverse`, ``inverse="warp"``):
 
 1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
    16×16 blocks and forward-substitute it in registers (x_r = δ_rc − Σ_{m<r} L_rm x_m, fully

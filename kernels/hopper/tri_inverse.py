@@ -17,10 +17,11 @@ them before its output rounding.
 Why: kkt_solve scatters L and the merge operands into ten shared tiles in two-byte stores and runs
 the merges as TileLang gemms, with a CTA-wide barrier after every stage (~12 a value head: session
 44's ncu page had the four merge stages at 36 % of the kernel's stall samples). Here the operands are
-read from two fp32 tiles straight into mma fragments, each warp's work stays inside the warp
+read from one fp32 tile straight into mma fragments, each warp's work stays inside the warp
 between three warpgroup barriers, and the products are ``mma.sync.m16n8k16`` on registers. The same
-function is what a walk that makes Aβ itself (FlashInfer's design, session 47's
-``exp/fused-abeta``) needs: there one warpgroup's latency per chunk is the whole question.
+function serves the walk that makes Aβ itself (FlashInfer's design; ``fused_fwd``'s
+``fused_abeta``, session 47's ``exp/fused-abeta`` rebuilt on it), where one warpgroup's latency
+per chunk is the whole question. Both uses are A/B candidates, not yet run on a GPU.
 
 Layout: one row-major fp32 tile ``tile`` [64][ld] holds both. On entry L sits transposed above the
 diagonal (L(i, j), i > j, at [j][i]); on exit X sits on and below it, in every block on and below
