@@ -14,9 +14,10 @@ how long does one warpgroup take for one value head's inverse?
    on the issue-3 long rows where kkt_solve is a quarter of the call.
 3. Latency of one value head. One wave of CTAs (one per SM, a single chunk each: H = 1, HV = G,
    ``heads_per_cta`` = G) for G = 1 and 8: the CTA walks its G value heads one after another, so
-   (t(8) − t(1)) / 7 is one value head's L, inverse and store on an SM with a single CTA of this
-   kernel: the latency a walk that makes Aβ itself (FlashInfer's aux warpgroup; session 47 measured
-   ~6 µs a chunk for the TileLang form inside the walk) would pay per chunk.
+   (t(8) − t(1)) / 7 is one value head's L, inverse, Aβ staging and TMA store (with its wait) on an
+   SM with a single CTA of this kernel. A walk that makes Aβ itself (FlashInfer's aux warpgroup;
+   session 47 measured ~6 µs a chunk for the TileLang form inside the walk) pays the same minus
+   the store's wait, plus K Kᵀ; the difference between the two forms is the inverse's alone.
 Writes OUT/kkt_inverse_ab.json and prints a summary.
 """
 import argparse
