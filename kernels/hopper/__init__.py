@@ -859,8 +859,8 @@ _form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, w
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
                  block_v: int, scale: float, persistent: bool, spec: tuple | None, kkt_heads: int) -> tuple:
-    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve, walk, the variant they
-    run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
+    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve (with QLA_FUSED_ABETA the
+    γ kernel), walk, the variant they run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
     the l2norm pass computes when there is one, else the gating kernel; ``kkt_heads``:
     :func:`kkt_heads_per_cta`)."""
     asked = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm, has_initial_state, block_v,
@@ -872,7 +872,9 @@ def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2
     elif spec is not None:
         gate = gating_kernel(*spec)
     var = asked.after_l2norm_pass()
-    return norm, gate, kkt_kernel_for(var, kkt_heads), fwd_kernel(var, persistent=persistent), var
+    # the pass before the walk: kkt_solve, or γ alone where the walk makes Aβ itself
+    pre = gamma_kernel(var.num_v_heads, var.resolved_strides()[4]) if fused_abeta() else kkt_kernel_for(var, kkt_heads)
+    return norm, gate, pre, fwd_kernel(var, persistent=persistent), var
 
 
 def gdn_prefill_hopper(
@@ -953,7 +955,7 @@ def gdn_prefill_hopper(
         # The walk makes Aβ itself (QLA_FUSED_ABETA): only γ before it, and the walk's `a` is β.
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
         if plan.num_chunks > 0:
-            gamma_kernel(HV, var.resolved_strides()[4])(g, plan.chunk_bounds, gcum)
+            kkt(g, plan.chunk_bounds, gcum)             # here the γ kernel (_kernels_for)
         a = beta
     elif T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
