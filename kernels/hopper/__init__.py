@@ -473,6 +473,11 @@ def qk_norm_kernel_for(var: "Variant"):
     return qk_norm_kernel(var.num_k_heads, var.head_k_dim, var.dtype, (st[0], st[1]))
 
 
+def gamma_kernel_for(var: "Variant"):
+    """:func:`gamma_kernel` for a variant (its g token stride), as :func:`kkt_kernel_for` is kkt_solve's."""
+    return gamma_kernel(var.num_v_heads, var.resolved_strides()[4])
+
+
 def kkt_kernel_for(var: "Variant", heads_per_cta: int | None = None):
     st = var.resolved_strides()
     return kkt_kernel(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.dtype, var.use_qk_l2norm,
@@ -571,7 +576,7 @@ def _fwd_kernels(var: Variant) -> None:
 
 def _kkt_kernels(var: Variant) -> None:
     if fused_abeta():       # the walk makes Aβ: only γ runs before it
-        gamma_kernel(var.num_v_heads, var.resolved_strides()[4])
+        gamma_kernel_for(var)
         return
     for heads_per_cta in kkt_split_forms(var.num_k_heads, var.num_v_heads):
         kkt_kernel_for(var, heads_per_cta)
@@ -873,7 +878,7 @@ def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2
         gate = gating_kernel(*spec)
     var = asked.after_l2norm_pass()
     # the pass before the walk: kkt_solve, or γ alone where the walk makes Aβ itself
-    pre = gamma_kernel(var.num_v_heads, var.resolved_strides()[4]) if fused_abeta() else kkt_kernel_for(var, kkt_heads)
+    pre = gamma_kernel_for(var) if fused_abeta() else kkt_kernel_for(var, kkt_heads)
     return norm, gate, pre, fwd_kernel(var, persistent=persistent), var
 
 
