@@ -185,20 +185,3 @@ def test_abeta_dtype_agrees_between_kkt_solve_and_the_walk():
     from qla_serve.kernels.hopper import fused_fwd, kkt_solve
     assert kkt_solve.A_DTYPE == fused_fwd.HALF == "float16"
     assert hopper._abeta_dtype(torch.bfloat16) == torch.float16
-
-
-def test_kkt_warp_inverse_compiles_for_sm90a(monkeypatch):
-    """kkt_solve with tri_inverse's hand-written inverse (``QLA_KKT_INVERSE=warp``, an A/B candidate
-    not yet run on a GPU) builds for sm_90a as a cache entry of its own and calls the function; the
-    default form does not."""
-    run = SUBSET[0].after_l2norm_pass()
-    tl = hopper.kkt_kernel_for(run)
-    monkeypatch.setenv(hopper.KKT_INVERSE_ENV, "warp")
-    warp = hopper.kkt_kernel_for(run)
-    assert warp is not tl
-    src = warp.get_kernel_source()
-    assert "qla_tri_inverse64(" in src and "mma.sync.aligned.m16n8k16" in src and "wgmma" in src
-    assert "qla_tri_inverse64" not in tl.get_kernel_source()
-    monkeypatch.setenv(hopper.KKT_INVERSE_ENV, "fast")
-    with pytest.raises(ValueError, match="QLA_KKT_INVERSE"):
-        hopper.kkt_kernel_for(run)

@@ -7,8 +7,6 @@ l2norm pass when the call asks for l2norm), and the gating kernel of ``qla_serve
                    engine's raw gate inputs
     kkt_solve.py   per (chunk, key head): γ = cumsum(g), Aβ = (I + StrictLower(β K Kᵀ ⊙ D))⁻¹ diag(β)
                    for the key head's value heads
-    tri_inverse.py that inverse as hand-written CUDA for one warpgroup (``QLA_KKT_INVERSE=warp``, an
-                   A/B candidate)
     fused_fwd.py   per (V block, value head, sequence): warp-specialised state walk + output, state
                    read from and written to ``state_pool[state_indices[n]]`` in place
     cp.py, cp_combine.py   exact intra-card context parallelism for long sequences with few heads
@@ -55,8 +53,6 @@ BLOCK_V_ENV = "QLA_BLOCK_V"     # benchmarking aid: force the V-block width
 DIRECT_LAUNCH_ENV = "QLA_DIRECT_LAUNCH"   # 0: launch through TileLang's Python wrapper (A/B aid)
 PERSISTENT_ENV = "QLA_PERSISTENT"         # A/B aid: 1 / 0 force the walk's persistent / one-CTA-per-item form
 L2NORM_ENV = "QLA_L2NORM"       # A/B aid: "kernel" normalises q/k inside kkt_solve and the walk (else a pass)
-KKT_INVERSE_ENV = "QLA_KKT_INVERSE"       # A/B aid: kkt_solve's inverse form (kkt_solve.INVERSES; default "tl")
-FUSED_ABETA_ENV = "QLA_FUSED_ABETA"       # A/B aid: 1 = the walk makes Aβ itself, no kkt_solve (fused_fwd)
 # Tests: 1 NaN-fills kkt_solve's Aβ buffer before every call. kkt_solve writes only Aβ's blocks on
 # and below the diagonal (kkt_solve.ABETA_PANEL), so a walk that read any other element of a real
 # row would show NaN in the output.
@@ -368,42 +364,10 @@ def kkt_kernel(H: int, HV: int, K: int, dtype: str, use_qk_l2norm: bool, strides
     strides = tuple(int(x) for x in strides)
     if heads_per_cta is not None and heads_per_cta >= HV // H:
         heads_per_cta = None            # the default form: one key (and cache entry) for it
-    inverse = kkt_inverse()
     key = ("kkt", H, HV, K, dtype, bool(use_qk_l2norm), strides) + (
-        () if heads_per_cta is None else (("heads_per_cta", int(heads_per_cta)),)) + (
-        () if inverse == "tl" else (("inverse", inverse),))
+        () if heads_per_cta is None else (("heads_per_cta", int(heads_per_cta)),))
     return _get(key, lambda: _compile(kkt_solve.build_kkt_solve(H, HV, K, dtype, bool(use_qk_l2norm), strides,
-                                                                heads_per_cta, inverse), kkt_solve.PASS_CONFIGS))
-
-
-def fused_abeta() -> bool:
-    """Whether the walk makes Aβ itself (``QLA_FUSED_ABETA=1``, an A/B candidate: see
-    ``fused_fwd.build_fused_fwd``'s ``fused_abeta``): kkt_solve is then replaced by the γ-only
-    kernel (:func:`gamma_kernel`) and every walk phase takes β where it took Aβ. Warm-up builds
-    the form it runs under."""
-    got = os.environ.get(FUSED_ABETA_ENV, "") or "0"
-    if got not in ("0", "1"):
-        raise ValueError(f"{FUSED_ABETA_ENV}={got!r}: expected 0 or 1")
-    return got == "1"
-
-
-def gamma_kernel(HV: int, g_stride: int):
-    """γ alone (:func:`kkt_solve.build_gamma`), for the walk that makes Aβ itself."""
-    from . import kkt_solve
-
-    return _get(("gamma", HV, int(g_stride)), lambda: _compile(kkt_solve.build_gamma(HV, int(g_stride)),
-                                                               kkt_solve.PASS_CONFIGS))
-
-
-def kkt_inverse() -> str:
-    """kkt_solve's inverse form (``QLA_KKT_INVERSE``: one of ``kkt_solve.INVERSES``, default "tl";
-    "warp" is :mod:`tri_inverse`'s, an A/B candidate). Warm-up builds the form it runs under."""
-    from . import kkt_solve
-
-    got = os.environ.get(KKT_INVERSE_ENV, "") or "tl"
-    if got not in kkt_solve.INVERSES:
-        raise ValueError(f"{KKT_INVERSE_ENV}={got!r}: expected one of {kkt_solve.INVERSES}")
-    return got
+                                                                heads_per_cta), kkt_solve.PASS_CONFIGS))
 
 
 def kkt_heads_per_cta(num_chunks: int, num_k_heads: int, num_v_heads: int, sms: int) -> int:
@@ -473,11 +437,6 @@ def qk_norm_kernel_for(var: "Variant"):
     return qk_norm_kernel(var.num_k_heads, var.head_k_dim, var.dtype, (st[0], st[1]))
 
 
-def gamma_kernel_for(var: "Variant"):
-    """:func:`gamma_kernel` for a variant (its g token stride), as :func:`kkt_kernel_for` is kkt_solve's."""
-    return gamma_kernel(var.num_v_heads, var.resolved_strides()[4])
-
-
 def kkt_kernel_for(var: "Variant", heads_per_cta: int | None = None):
     st = var.resolved_strides()
     return kkt_kernel(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.dtype, var.use_qk_l2norm,
@@ -525,17 +484,14 @@ def fwd_kernel(var: Variant, phase: int = 0, persistent: bool | None = None, tai
     persistent = phase == 0 and bool(persistent)
     scale = var.resolved_scale()
     strides = var.resolved_strides()[:4]
-    fused = fused_abeta()
-    beta_stride = var.resolved_strides()[5] if fused else 0
     key = ("fwd", var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim, var.block_v,
            var.dtype, var.pool_dtype, var.state_layout, bool(var.use_qk_l2norm),
-           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ()) \
-        + ((("fused_abeta", beta_stride),) if fused else ())
+           bool(var.has_initial_state), scale, strides, int(phase), persistent) + (("tail",) if tail_start else ())
     return _get(key, lambda: _compile(
         fused_fwd.build_fused_fwd(var.num_k_heads, var.num_v_heads, var.head_k_dim, var.head_v_dim,
                                   var.block_v, var.dtype, var.pool_dtype, var.state_layout,
                                   bool(var.use_qk_l2norm), bool(var.has_initial_state), scale, strides,
-                                  int(phase), persistent, bool(tail_start), fused, beta_stride),
+                                  int(phase), persistent, bool(tail_start)),
         fused_fwd.PASS_CONFIGS))
 
 
@@ -575,9 +531,6 @@ def _fwd_kernels(var: Variant) -> None:
 
 
 def _kkt_kernels(var: Variant) -> None:
-    if fused_abeta():       # the walk makes Aβ: only γ runs before it
-        gamma_kernel_for(var)
-        return
     for heads_per_cta in kkt_split_forms(var.num_k_heads, var.num_v_heads):
         kkt_kernel_for(var, heads_per_cta)
 
@@ -859,13 +812,13 @@ def variant_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2n
 
 
 _form_kernels: dict[tuple, tuple] = {}     # (op's form key, T class, block_v, walk form, l2norm pass,
-                                           #  kkt heads per CTA, kkt inverse form, fused Aβ) → _kernels_for
+                                           #  kkt heads per CTA) → _kernels_for
 
 
 def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2norm: bool, has_initial_state: bool,
                  block_v: int, scale: float, persistent: bool, spec: tuple | None, kkt_heads: int) -> tuple:
-    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve (with QLA_FUSED_ABETA the
-    γ kernel), walk, the variant they run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
+    """``(l2norm pass or None, stand-alone gating kernel or None, kkt_solve, walk, the variant they
+    run)`` for a call with these tensors' forms (``spec``: :func:`gating_spec` of its gates, which
     the l2norm pass computes when there is one, else the gating kernel; ``kkt_heads``:
     :func:`kkt_heads_per_cta`)."""
     asked = variant_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm, has_initial_state, block_v,
@@ -877,9 +830,7 @@ def _kernels_for(q, k, v, g, beta, out, state_pool, state_layout: str, use_qk_l2
     elif spec is not None:
         gate = gating_kernel(*spec)
     var = asked.after_l2norm_pass()
-    # the pass before the walk: kkt_solve, or γ alone where the walk makes Aβ itself
-    pre = gamma_kernel_for(var) if fused_abeta() else kkt_kernel_for(var, kkt_heads)
-    return norm, gate, pre, fwd_kernel(var, persistent=persistent), var
+    return norm, gate, kkt_kernel_for(var, kkt_heads), fwd_kernel(var, persistent=persistent), var
 
 
 def gdn_prefill_hopper(
@@ -901,11 +852,6 @@ def gdn_prefill_hopper(
         return
     choice = plan_hopper(plan, HV, Vd)
     persistent = choice["persistent"] and pool_takes_tma(state_pool)
-    fused = fused_abeta()
-    if persistent and fused and state_pool.dtype == torch.float32 and choice["block_v"] == 128:
-        # The walk that makes Aβ itself adds a 17-KB tile; with the persistent form's 64-KB fp32
-        # start-state buffer that is 0.5 KB past the 227 KB a CTA may have: one CTA per item.
-        persistent = False
     out_user = None
     if T_ == 1:
         # A 1-token batch: its token strides are arbitrary; use compact copies (no sync). g and beta
@@ -922,8 +868,7 @@ def gdn_prefill_hopper(
     if kkt_heads is None:
         kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
         plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads,
-                                     kkt_inverse(), fused)
+    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads)
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
@@ -956,13 +901,7 @@ def gdn_prefill_hopper(
     else:
         hinit = has_initial_state.contiguous().view(torch.uint8)
     cu = plan.cu_seqlens
-    if T_ > 0 and fused:
-        # The walk makes Aβ itself (QLA_FUSED_ABETA): only γ before it, and the walk's `a` is β.
-        gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
-        if plan.num_chunks > 0:
-            kkt(g, plan.chunk_bounds, gcum)             # here the γ kernel (_kernels_for)
-        a = beta
-    elif T_ > 0:
+    if T_ > 0:
         gcum = torch.empty(T_, HV, dtype=torch.float32, device=dev)
         a = torch.empty(T_, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
         if os.environ.get(ABETA_POISON_ENV) == "1":
@@ -975,8 +914,7 @@ def gdn_prefill_hopper(
         v = torch.zeros(1, HV, Vd, dtype=v.dtype, device=dev)
         out = torch.empty(1, HV, Vd, dtype=v.dtype, device=dev)
         gcum = torch.zeros(1, HV, dtype=torch.float32, device=dev)
-        a = (torch.zeros(1, HV, dtype=torch.float32, device=dev) if fused
-             else torch.zeros(1, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev))
+        a = torch.zeros(1, HV, CHUNK, dtype=_abeta_dtype(q.dtype), device=dev)
     # ---- intra-card context parallelism (issue 4): kernels/hopper/cp.py ----------------------------
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:

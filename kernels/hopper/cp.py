@@ -711,19 +711,18 @@ def tail_scan(gcum: torch.Tensor, tables: CPTables) -> torch.Tensor:
     return tail
 
 
-_phase_kernels: dict[tuple, tuple[Any, Any]] = {}     # (variant, tail, fused Aβ) → phase_kernels' answer
+_phase_kernels: dict[tuple, tuple[Any, Any]] = {}     # (variant, tail) → phase_kernels' answer
 
 
 def phase_kernels(var, tail: bool = False) -> tuple[Any, Any]:
     """The fused kernel's two CP phases for this variant: phase 1 (partials; ``tail``: its tail-start
     form), phase 3 (from starts). Kept per (variant, tail): every CP call asks, and the two kernel
     keys cost 12 µs of host time to build (CPU machine), a variant's hash 0.5."""
-    from . import fused_abeta, fwd_kernel
-
-    key = (var, bool(tail), fused_abeta())
-    got = _phase_kernels.get(key)
+    got = _phase_kernels.get((var, bool(tail)))
     if got is None:
-        got = _phase_kernels[key] = (fwd_kernel(var, phase=1, tail_start=tail), fwd_kernel(var, phase=3))
+        from . import fwd_kernel
+
+        got = _phase_kernels[(var, bool(tail))] = (fwd_kernel(var, phase=1, tail_start=tail), fwd_kernel(var, phase=3))
     return got
 
 

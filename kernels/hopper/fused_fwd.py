@@ -112,8 +112,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.layout import make_full_bank_swizzled_layout, make_quarter_bank_swizzled_layout
 
-from . import tri_inverse
-from .kkt_solve import ABETA_PANEL, INVERSE_LD
+from .kkt_solve import ABETA_PANEL
 
 CHUNK = 64
 # Every cross-warpgroup hazard is ordered by the mbarriers below and every hazard inside a
@@ -147,15 +146,6 @@ __device__ __forceinline__ void qla_stmatrix_x4_trans(void* smem, const void* re
                :: "r"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
 """
-# e^x for L in the walk that makes Aβ itself (fused_abeta): the ex2.approx.ftz that kkt_solve's fast
-# math gives its exp2f, so that L (and Aβ) are kkt_solve's numbers; this kernel has fast math off.
-EX2_HELPER = r"""
-__device__ __forceinline__ float qla_ex2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-"""
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
 WG_ROWS = 64             # V rows of the state per consumer warpgroup (the wgmma M)
 # Register split (setmaxnreg), per V-block: (consumers, WG_P, WG_IO). The CTA's pool is
@@ -175,8 +165,7 @@ NREG_IN_KERNEL_L2NORM = {**NREG, 128: (176, 128, 32)}
 def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str, pool_dtype: str,
                     state_layout: str, use_qk_l2norm: bool, read_has_initial_state: bool,
                     scale: float, strides: tuple[int, int, int, int], phase: int = 0,
-                    persistent: bool = False, tail_start: bool = False, fused_abeta: bool = False,
-                    beta_stride: int = 0):
+                    persistent: bool = False, tail_start: bool = False):
     """TileLang prim_func for one variant. ``state_layout``: "vk" (pool [slots, HV, V, K]) or "kv".
 
     ``strides``: token strides of q, k, v, out (elements). They are compile-time so that loads and
@@ -187,17 +176,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     ``tail_start`` (phase 1 only; CP calls on unit-norm keys): the partials kernel takes
     ``tail [NSP, HV]`` int32 (:func:`cp.tail_chunks`): where it is w > 0, the partition's h walks only
     its last w chunks from S = 0 and its transition M is stored as 0 (both exact to fp32: see
-    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it.
-    ``fused_abeta`` (an A/B candidate, ``QLA_FUSED_ABETA=1``; every phase): the walk makes Aβ itself
-    and kkt_solve does not run (only :func:`kkt_solve.build_gamma` before it). The ``a`` argument is
-    then β ([T, HV] fp32, token stride ``beta_stride``), the γ loader brings it beside γ, and WG_P,
-    one chunk ahead, forms K Kᵀ, L as kkt_solve does, the inverse with :mod:`tri_inverse` (its
-    17-KB tile in shared memory) and Aβ into the walk's Aβ tile, signalling the consumers by
-    ``ab_ready`` before it makes P. Session 47's form of this (kkt_solve's TileLang inverse on WG_P)
-    made each chunk ~6 µs against the consumers' 2.4; tri_inverse is the attempt to bring that
-    under the chunk step."""
-    if fused_abeta and use_qk_l2norm:
-        raise ValueError("fused_abeta takes keys normalised before the walk (the l2norm pass)")
+    :mod:`cp`, "Tail starts"); where it is 0, the exact walk as without it."""
     if phase not in (0, 1, 3):
         raise ValueError(f"phase must be 0, 1 or 3, got {phase}")
     if persistent and phase != 0:
@@ -235,9 +214,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     pool_strides = (sp, V * K, K if vk else V, 1)
     state_shape = (V, K) if vk else (K, V)
     n_free = NW * 128 + 128         # consumers and WG_P release an input buffer
-    # Aβ from kkt_solve ([T, HV, 64] fp16), or with fused_abeta β itself ([T, HV] fp32)
-    a_param = (T.StridedTensor((NT, HV), (int(beta_stride), 1), accum) if fused_abeta
-               else T.Tensor((NT, HV, C), HALF))
 
     @T.macro
     def load_x(buf, row, bh, v0w, X):
@@ -316,7 +292,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
     @T.macro
     def consumer(w, X, Xb, vt, xkq, uT, ub, un, oT, decay, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s, p_s, o_s,
                  ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items, item_at, item_ctx,
-                 itm, transition, x_s, itm_s, xs_ready, xs_free, ab_ready):
+                 itm, transition, x_s, itm_s, xs_ready, xs_free):
         """Consumer warpgroup w: V rows 64w … of each item's block. Its chain, per chunk, in registers:
         (K S)ᵀ = X Kᵀ → Uᵀ = Vᵀ Aβᵀ − ((K S)ᵀ ⊙ e^γ) Aβᵀ → mask → X ← e^{γ_C} X + (Uᵀ ⊙ e^{γ_C−γ}) K;
         beside it Oᵀ."""
@@ -391,8 +367,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     else:
                         for i, j in T.Parallel(R, C):
                             ub[i, j] = T.cast(T.cast(vt[i, j], accum) - uT[i, j] * eg_s[b, j], HALF)
-                if fused_abeta:
-                    T.barrier_wait(ab_ready[b], (u // 2) % 2)   # this chunk's Aβ, made by WG_P
                 T.gemm(ub, a_s[b, :, :], uT, transpose_B=True, clear_accum=True)
                 # Columns past eos came from the next sequence's Aβ: zero them (a select, not a
                 # product) so they reach neither Uᵀ Pᵀ nor the state.
@@ -438,8 +412,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         start state (x_s, TMA, in the pool's dtype and layout) in shared as soon as the consumers
         have taken the previous item's, so at an item boundary the consumers wait neither for the
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
-        # (one import per kernel: TileLang keeps a single source annotation)
-        T.import_source(MATRIX_HELPERS + (EX2_HELPER + tri_inverse.SOURCE if fused_abeta else ""))
+        T.import_source(MATRIX_HELPERS)
         B = ABETA_PANEL
         assert C == 4 * B       # Aβ's four panel loads below
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
@@ -452,10 +425,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         o_s = T.alloc_shared((C, BV), in_dtype)
         x_s = T.alloc_shared((BV, K) if vk else (K, BV), src.dtype) if prefetch_state else None
         itm_s = T.alloc_shared((9,), "int32") if prefetch_state else None
-        # fused_abeta: β of the chunk (zero past a sequence's end, as kkt_solve pads it), and
-        # tri_inverse's tile (Lᵀ in, X out), WG_P's alone
-        b_s = T.alloc_shared((2, C), accum) if fused_abeta else None
-        lx_t = T.alloc_shared((C, INVERSE_LD), accum) if fused_abeta else None
         # V is no longer a wgmma operand, so nothing would swizzle it: the consumers' transposed
         # reads (4 tokens × 8 V columns a warp load) would hit one bank four times. A 128-byte
         # swizzle (one V row of 64 bf16 is one 128-byte line; TMA writes it swizzled) spreads them.
@@ -473,7 +442,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         o_free = T.alloc_barrier(arrive_count=32)
         xs_ready = T.alloc_barrier(arrive_count=32) if prefetch_state else None
         xs_free = T.alloc_barrier(arrive_count=NW * 128) if prefetch_state else None
-        ab_ready = T.alloc_barrier(arrive_count=[128, 128]) if fused_abeta else None   # WG_P → consumers: Aβ
 
         X0 = T.alloc_fragment((R, K), accum)              # consumer 0: X = Sᵀ rows, fp32
         Xb0 = T.alloc_fragment((R, K), in_dtype)          # its bf16 copy (the A operand)
@@ -500,23 +468,22 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         rn = T.alloc_fragment((C,), accum)
         g_row = T.alloc_fragment((C,), accum)             # WG_P: γ of P's rows and columns
         g_col = T.alloc_fragment((C,), accum)
-        kkf = T.alloc_fragment((C, C), accum) if fused_abeta else None     # WG_P: K Kᵀ
 
         tx = T.get_thread_binding()
         if tx < P0:
             if NW == 1:
                 consumer(0, X0, Xb0, vt0, xkq0, uT0, ub0, un0, oT0, decay0, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                          p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst, n_items,
-                         item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free, ab_ready)
+                         item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
             else:
                 if tx < 128:
                     consumer(0, X0, Xb0, vt0, xkq0, uT0, ub0, un0, oT0, decay0, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free, ab_ready)
+                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
                 else:
                     consumer(1, X1, Xb1, vt1, xkq1, uT1, ub1, un1, oT1, decay1, cnt, kq_s, v_s, a_s, g_s, eg_s, egl_s,
                              p_s, o_s, ready, free, w_ready, p_ready, w_free, o_ready, o_free, src, dst,
-                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free, ab_ready)
+                             n_items, item_at, item_ctx, itm, transition, x_s, itm_s, xs_ready, xs_free)
         elif tx < IO0:
             # ---------------- WG_P: chunk-only products, one chunk ahead ----------------
             T.set_max_nreg(nreg_p, inc_p)
@@ -528,33 +495,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     u = cnt[0] + c
                     b = u % 2
                     T.barrier_wait(ready[b], (u // 2) % 2)
-                    if fused_abeta:
-                        # Aβ of this chunk, kkt_solve's numbers: K Kᵀ, L (rows past the sequence's
-                        # end masked, β zero there), X = (I + L)⁻¹ by tri_inverse on WG_P's 128
-                        # threads, Aβ = X · diag(β) into the lower blocks of a_s[b] (its upper blocks
-                        # stay the loader's zeros). a_s[b]'s previous chunk is done: ready[b] came
-                        # after that chunk's free[b].
-                        T.gemm(kq_s[b, 0:C, :], kq_s[b, 0:C, :], kkf, transpose_B=True, clear_accum=True)
-                        nvalid_ab = T.min(itm[3] - itm[2] - c * C, C)
-                        for i in T.Parallel(C):
-                            g_row[i] = g_s[b, i] * LOG2E
-                        # (γ_j read from shared, not a g_col fragment: WG_P's 64 registers at V-block
-                        # 128 hold K Kᵀ's 32 already)
-                        for i, j in T.Parallel(C, C):
-                            lx_t[j, i] = T.if_then_else(
-                                (i > j) & (i < nvalid_ab),
-                                kkf[i, j] * b_s[b, i]
-                                * T.call_extern("float32", "qla_ex2_approx", g_row[i] - g_s[b, j] * LOG2E),
-                                0.0)
-                        T.sync_threads(BAR_P, 128)
-                        T.call_extern("handle", "qla_tri_inverse64",
-                                      T.access_ptr(lx_t[0, 0], "rw", extent=C * INVERSE_LD), INVERSE_LD, BAR_P)
-                        for i, j in T.Parallel(C, C):
-                            if i // B >= j // B:
-                                a_s[b, i, j] = T.cast(lx_t[i, j] * b_s[b, j], HALF)
-                        T.fence_proxy_async()       # the consumers' wgmma reads a_s
-                        T.barrier_arrive(ab_ready[b])
-                        T.sync_threads(BAR_P, 128)  # X read by all before the next chunk's Lᵀ lands
                     if use_qk_l2norm:
                         l2norm_rows(kq_s[b, C:2 * C, :], xf, rn)
                         l2norm_rows(kq_s[b, 0:C, :], xf, rn)
@@ -650,10 +590,6 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                             T.fence_proxy_async()
                         # γ: rows past eos repeat the last valid γ, so every exponent stays ≤ 0. The
                         # two exponential vectors the chain scales by are made here, off the chain.
-                        if fused_abeta:
-                            # β (a is β here), zero past the sequence's end as kkt_solve pads it
-                            for i in T.Parallel(C):
-                                b_s[b, i] = T.if_then_else(left + i < eos, a[T.min(left + i, eos - 1), bh], 0.0)
                         for i in T.Parallel(C):
                             g_s[b, i] = gcum[T.min(left + i, eos - 1), bh]
                             eg_s[b, i] = T.exp(gcum[T.min(left + i, eos - 1), bh])
@@ -693,15 +629,13 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                         b = u % 2
                         left = bos + c * C
                         T.barrier_wait(free[b], (u // 2 + 1) % 2)
-                        if not fused_abeta:     # (fused_abeta: WG_P makes Aβ in a_s[b])
-                            # the rows 16J.. of each 16-column panel J (four statements: a TileLang
-                            # loop would make the boxes' extents symbolic)
-                            T.tma_copy(a[left:left + C, bh, 0:B], a_s[b, 0:C, 0:B], barrier=ready[b])
-                            T.tma_copy(a[left + B:left + C, bh, B:2 * B], a_s[b, B:C, B:2 * B], barrier=ready[b])
-                            T.tma_copy(a[left + 2 * B:left + C, bh, 2 * B:3 * B], a_s[b, 2 * B:C, 2 * B:3 * B],
-                                       barrier=ready[b])
-                            T.tma_copy(a[left + 3 * B:left + C, bh, 3 * B:C], a_s[b, 3 * B:C, 3 * B:C],
-                                       barrier=ready[b])
+                        # the rows 16J.. of each 16-column panel J (four statements: a TileLang
+                        # loop would make the boxes' extents symbolic)
+                        T.tma_copy(a[left:left + C, bh, 0:B], a_s[b, 0:C, 0:B], barrier=ready[b])
+                        T.tma_copy(a[left + B:left + C, bh, B:2 * B], a_s[b, B:C, B:2 * B], barrier=ready[b])
+                        T.tma_copy(a[left + 2 * B:left + C, bh, 2 * B:3 * B], a_s[b, 2 * B:C, 2 * B:3 * B],
+                                   barrier=ready[b])
+                        T.tma_copy(a[left + 3 * B:left + C, bh, 3 * B:C], a_s[b, 3 * B:C, 3 * B:C], barrier=ready[b])
                         T.barrier_arrive(ready[b])
                     cnt[0] = cnt[0] + nloop
             else:
@@ -786,7 +720,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_param,
+            a: T.Tensor((NT, HV, C), HALF),
             cu_seqlens: T.Tensor((NS + 1,), "int32"),
             state_indices: T.Tensor((NS,), "int32"),
             has_initial_state: T.Tensor((NS,), "uint8"),
@@ -815,7 +749,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_param,
+            a: T.Tensor((NT, HV, C), HALF),
             cu_seqlens: T.Tensor((NS + 1,), "int32"),
             state_indices: T.Tensor((NS,), "int32"),
             has_initial_state: T.Tensor((NS,), "uint8"),
@@ -843,7 +777,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_param,
+            a: T.Tensor((NT, HV, C), HALF),
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
             tail: T.Tensor((NSP, HV), "int32"),
@@ -873,7 +807,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
             k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
             v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
             gcum: T.Tensor((NT, HV), accum),
-            a: a_param,
+            a: T.Tensor((NT, HV, C), HALF),
             part_bounds: T.Tensor((NSP, 2), "int32"),
             scratch: T.Tensor((2 * NSP, HV) + state_shape, accum),
         ):
@@ -898,7 +832,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         k: T.StridedTensor((NT, H, K), (sk, K, 1), in_dtype),
         v: T.StridedTensor((NT, HV, V), (sv, V, 1), in_dtype),
         gcum: T.Tensor((NT, HV), accum),
-        a: a_param,
+        a: T.Tensor((NT, HV, C), HALF),
         cu_seqlens_v: T.Tensor((NSV + 1,), "int32"),
         seq_of_v: T.Tensor((NSV,), "int32"),
         prev_row_v: T.Tensor((NSV,), "int32"),

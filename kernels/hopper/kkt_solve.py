@@ -23,8 +23,7 @@ layout) → shared → inverse → output staged in shared and written by four T
 (TileLang's sync planner adds one after every mma stage).
 
 The inverse X = (I + L)⁻¹ is computed in fp32 (rounded to fp16 on output; its blocks
-enter the merge products as fp16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3; the
-same blocks, order and roundings as hand-written CUDA in :mod:`tri_inverse`, ``inverse="warp"``):
+enter the merge products as fp16), by blocks of 16 (L_IJ, X_IJ for 16-row blocks I, J = 0..3):
 
 1. Diagonal blocks X_II = (I + L_II)⁻¹: threads 0..63 each own one column of one of the four
    16×16 blocks and forward-substitute it in registers (x_r = δ_rc − Σ_{m<r} L_rm x_m, fully
@@ -69,8 +68,6 @@ import tilelang
 import tilelang.language as T
 from tilelang.layout import make_quarter_bank_swizzled_layout
 
-from . import tri_inverse
-
 CHUNK = 64
 LOG2E = 1.4426950408889634
 # Aβ as written to ``a`` (and read by the walk, whose Wᵀ Aβᵀ product takes fp16 operands:
@@ -82,14 +79,6 @@ A_DTYPE = "float16"
 # them zero). Shared tiles of Aβ, here and in the walk, are laid out in these panels (32-byte
 # swizzle: a panel's rows are contiguous), so that each box is one contiguous TMA transfer.
 ABETA_PANEL = 16
-# How the inverse is computed: "tl", the blocks below as TileLang statements (shared-memory scatters,
-# four gemms, a barrier after each stage); "warp", :mod:`tri_inverse`'s CUDA function on one fp32
-# tile (mma fragments loaded from it, three warpgroup barriers). Same blocks, same operation
-# order, same roundings. "warp" is an A/B candidate (``QLA_KKT_INVERSE``), not yet run on a GPU.
-INVERSES = ("tl", "warp")
-INVERSE_LD = 68         # row stride (floats) of the "warp" form's tile: tri_inverse's transposed
-                        # fragment loads (rows t, t+1 of 8 columns) and the Lᵀ stores hit 32 banks
-INVERSE_BAR = 1         # its named barrier (TileLang syncs this kernel with __syncthreads: barrier 0)
 MIN_BLOCKS = 4          # CTAs per SM: caps registers at 128/thread (shared use is ~36 KiB per CTA)
 # Fast math: e^x as ex2.approx (the gates' exponentials; relative error ~2⁻²², far below the fp16
 # output rounding). Session 12, kkt_solve at 16/32 × 32768 tokens: 0.213 ms → 0.203 with this and
@@ -98,19 +87,14 @@ PASS_CONFIGS = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
 
 
 def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
-                    strides: tuple[int, int, int], heads_per_cta: int | None = None, inverse: str = "tl"):
+                    strides: tuple[int, int, int], heads_per_cta: int | None = None):
     """TileLang prim_func for one (H, HV, K, dtype, l2norm) variant; T and chunk count are dynamic.
     ``strides``: token strides of k, g, beta (compile-time, so that loads vectorise).
     ``heads_per_cta``: value heads one CTA walks (default all G = HV / H of its key head). Fewer
     split a key head's value heads over HV / (H · heads_per_cta) CTAs, each loading K and forming
     K Kᵀ itself: more CTAs, shorter serial walks, for grids too small to fill the SMs (the plan's
-    choice: ``kkt_heads_per_cta`` in ``__init__``).
-    ``inverse`` (see INVERSES): "tl" the scheme in TileLang (below), "warp" the same blocks, order
-    and roundings in :mod:`tri_inverse`'s hand-written function."""
-    if inverse not in INVERSES:
-        raise ValueError(f"inverse must be one of {INVERSES}, got {inverse!r}")
+    choice: ``kkt_heads_per_cta`` in ``__init__``)."""
     C = CHUNK
-    warp_inverse = inverse == "warp"
     B = 16                      # diagonal block (also Aβ's store panel: the four stores below)
     assert B == ABETA_PANEL and C == 4 * B
     Hf = 32                     # merge block
@@ -139,28 +123,24 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             k_s = T.alloc_shared((C, K), in_dtype)
             g_s = T.alloc_shared((G, C), accum)              # γ of the G value heads
             b_s = T.alloc_shared((G, C), accum)
+            # L_II and X_II, fp32, a block per row; 16 floats of padding put the two blocks a warp
+            # reads (or writes) at once in different banks.
+            ld_s = T.alloc_shared((4, B * B + 16), accum)
+            xd_s = T.alloc_shared((4, B * B + 16), accum)
             o_s = T.alloc_shared((C, C), A_DTYPE)            # output staging (X · diag(β)), in panels
-            if warp_inverse:
-                # tri_inverse's tile: Lᵀ above the diagonal in, X on and below it out (fp32)
-                lx_t = T.alloc_shared((C, INVERSE_LD), accum)
-            else:
-                # L_II and X_II, fp32, a block per row; 16 floats of padding put the two blocks a
-                # warp reads (or writes) at once in different banks.
-                ld_s = T.alloc_shared((4, B * B + 16), accum)
-                xd_s = T.alloc_shared((4, B * B + 16), accum)
-                # Merge operands, fp16:
-                a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
-                b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
-                p1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10 X_00, L_32 X_22)
-                a2h = T.alloc_shared((Hf, Hf), half)             # diag(X_11, X_33)
-                a3h = T.alloc_shared((Hf, Hf), half)             # L_C = L[32:64, 0:32]
-                b3h = T.alloc_shared((Hf, Hf), half)             # X_A = [[X_00, 0], [X_10, X_11]]
-                p2h = T.alloc_shared((Hf, Hf), half)             # L_C X_A
-                a4h = T.alloc_shared((Hf, Hf), half)             # X_B = [[X_22, 0], [X_32, X_33]]
-                lf = T.alloc_fragment((C, C), accum)
-                acc = T.alloc_fragment((Hf, Hf), accum)
-                xc = T.alloc_local((B,), accum)
+            # Merge operands, fp16:
+            a1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10, L_32)
+            b1h = T.alloc_shared((Hf, Hf), half)             # diag(X_00, X_22)
+            p1h = T.alloc_shared((Hf, Hf), half)             # diag(L_10 X_00, L_32 X_22)
+            a2h = T.alloc_shared((Hf, Hf), half)             # diag(X_11, X_33)
+            a3h = T.alloc_shared((Hf, Hf), half)             # L_C = L[32:64, 0:32]
+            b3h = T.alloc_shared((Hf, Hf), half)             # X_A = [[X_00, 0], [X_10, X_11]]
+            p2h = T.alloc_shared((Hf, Hf), half)             # L_C X_A
+            a4h = T.alloc_shared((Hf, Hf), half)             # X_B = [[X_22, 0], [X_32, X_33]]
             kk = T.alloc_fragment((C, C), accum)
+            lf = T.alloc_fragment((C, C), accum)
+            acc = T.alloc_fragment((Hf, Hf), accum)
+            xc = T.alloc_local((B,), accum)
             g_row = T.alloc_fragment((C,), accum)            # γ and β of L's rows, γ of its columns
             b_row = T.alloc_fragment((C,), accum)
             g_col = T.alloc_fragment((C,), accum)
@@ -168,8 +148,6 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             # In 16-column panels (ABETA_PANEL): each panel's lower rows are one TMA box.
             T.annotate_layout({o_s: make_quarter_bank_swizzled_layout(o_s)})
 
-            if warp_inverse:
-                T.import_source(tri_inverse.SOURCE)
             tx = T.get_thread_binding()
             left = chunk_bounds[bc, 0]
             nvalid = T.min(chunk_bounds[bc, 1] - left, C)
@@ -180,12 +158,11 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                 b_s[gi, i] = T.if_then_else(i < nvalid, beta[left + i, hv0 + gi], 0.0)
             T.copy(k[left:left + C, bhk, 0:K], k_s)
             # Blocks that stay zero for every value head.
-            if not warp_inverse:
-                T.clear(a1h)
-                T.clear(b1h)
-                T.clear(a2h)
-                T.clear(b3h)
-                T.clear(a4h)
+            T.clear(a1h)
+            T.clear(b1h)
+            T.clear(a2h)
+            T.clear(b3h)
+            T.clear(a4h)
             T.clear(o_s)
 
             if use_qk_l2norm:
@@ -223,84 +200,69 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                     b_row[i] = b_s[gi, i]
                 for j in T.Parallel(C):
                     g_col[j] = g_s[gi, j] * LOG2E
-                if warp_inverse:
-                    # Lᵀ straight into tri_inverse's tile above the diagonal (the same values as lf
-                    # below; the zeros for i <= j land on and below it, which tri_inverse writes
-                    # before it reads), X back from it below, Aβ = X · diag(β) on and below the
-                    # diagonal blocks (o_s's blocks above stay zero; the diagonal blocks' upper
-                    # triangles are X's exact zeros)
-                    for i, j in T.Parallel(C, C):
-                        lx_t[j, i] = T.if_then_else((i > j) & (i < nvalid),
-                                                    kk[i, j] * b_row[i] * T.exp2(g_row[i] - g_col[j]), 0.0)
-                    T.call_extern("handle", "qla_tri_inverse64",
-                                  T.access_ptr(lx_t[0, 0], "rw", extent=C * INVERSE_LD), INVERSE_LD, INVERSE_BAR)
-                    for i, j in T.Parallel(C, C):
-                        if i // B >= j // B:
-                            o_s[i, j] = T.cast(lx_t[i, j] * b_s[gi, j], A_DTYPE)
-                else:
-                    for i, j in T.Parallel(C, C):
-                        lf[i, j] = T.if_then_else((i > j) & (i < nvalid),
-                                                  kk[i, j] * b_row[i] * T.exp2(g_row[i] - g_col[j]), 0.0)
-                    for i, j in T.Parallel(C, C):
-                        lh = T.cast(lf[i, j], half)
-                        if i // B == j // B:
-                            ld_s[i // B, (i % B) * B + j % B] = lf[i, j]
-                        if (i // B == 1) & (j // B == 0):
-                            a1h[i - B, j] = lh
-                        if (i // B == 3) & (j // B == 2):
-                            a1h[i - 2 * B, j - B] = lh
-                        if (i >= Hf) & (j < Hf):
-                            a3h[i - Hf, j] = lh
+                for i, j in T.Parallel(C, C):
+                    lf[i, j] = T.if_then_else((i > j) & (i < nvalid),
+                                              kk[i, j] * b_row[i] * T.exp2(g_row[i] - g_col[j]), 0.0)
+                for i, j in T.Parallel(C, C):
+                    lh = T.cast(lf[i, j], half)
+                    if i // B == j // B:
+                        ld_s[i // B, (i % B) * B + j % B] = lf[i, j]
+                    if (i // B == 1) & (j // B == 0):
+                        a1h[i - B, j] = lh
+                    if (i // B == 3) & (j // B == 2):
+                        a1h[i - 2 * B, j - B] = lh
+                    if (i >= Hf) & (j < Hf):
+                        a3h[i - Hf, j] = lh
 
-                    # 1. Diagonal blocks: one thread per column of a 16x16 block forward-substitutes
-                    #    it in registers and stores it in fp32; then all 128 threads round and scatter
-                    #    the four blocks into their consumers (the solving warps are the chain: they
-                    #    do nothing else).
-                    if tx < 4 * B:
-                        blk = tx // B
-                        col = tx % B
-                        for r in T.unroll(B):
-                            xc[r] = T.if_then_else(r == col, 1.0, 0.0)
-                            for m in T.unroll(r):
-                                xc[r] = xc[r] - ld_s[blk, r * B + m] * xc[m]
-                        for r in T.unroll(B):
-                            xd_s[blk, r * B + col] = xc[r]
-                    for bb, r, c in T.Parallel(4, B, B):
-                        xv = xd_s[bb, r * B + c]
+                # 1. Diagonal blocks: one thread per column of a 16x16 block forward-substitutes
+                #    it in registers and stores it in fp32; then all 128 threads round and scatter
+                #    the four blocks into their consumers (the solving warps are the chain: they
+                #    do nothing else).
+                if tx < 4 * B:
+                    blk = tx // B
+                    col = tx % B
+                    for r in T.unroll(B):
+                        xc[r] = T.if_then_else(r == col, 1.0, 0.0)
+                        for m in T.unroll(r):
+                            xc[r] = xc[r] - ld_s[blk, r * B + m] * xc[m]
+                    for r in T.unroll(B):
+                        xd_s[blk, r * B + col] = xc[r]
+                for bb, r, c in T.Parallel(4, B, B):
+                    xv = xd_s[bb, r * B + c]
+                    xh = T.cast(xv, half)
+                    o_s[bb * B + r, bb * B + c] = T.cast(xv * b_s[gi, bb * B + c], A_DTYPE)
+                    if bb % 2 == 0:
+                        b1h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
+                    else:
+                        a2h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
+                    if bb < 2:
+                        b3h[bb * B + r, bb * B + c] = xh
+                    else:
+                        a4h[(bb - 2) * B + r, (bb - 2) * B + c] = xh
+
+                # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
+                T.gemm(a1h, b1h, acc, clear_accum=True)
+                for i, j in T.Parallel(Hf, Hf):
+                    p1h[i, j] = T.cast(acc[i, j], half)
+                T.gemm(a2h, p1h, acc, clear_accum=True)
+                for i, j in T.Parallel(Hf, Hf):
+                    if i // B == j // B:
+                        xv = -acc[i, j]
                         xh = T.cast(xv, half)
-                        o_s[bb * B + r, bb * B + c] = T.cast(xv * b_s[gi, bb * B + c], A_DTYPE)
-                        if bb % 2 == 0:
-                            b1h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
-                        else:
-                            a2h[(bb // 2) * B + r, (bb // 2) * B + c] = xh
-                        if bb < 2:
-                            b3h[bb * B + r, bb * B + c] = xh
-                        else:
-                            a4h[(bb - 2) * B + r, (bb - 2) * B + c] = xh
+                        if i < B:       # X_10 -> rows 16..31, cols 0..15
+                            o_s[B + i, j] = T.cast(xv * b_s[gi, j], A_DTYPE)
+                            b3h[B + i, j] = xh
+                        else:           # X_32 -> rows 48..63, cols 32..47
+                            o_s[Hf + i, B + j] = T.cast(xv * b_s[gi, B + j], A_DTYPE)
+                            a4h[i, j - B] = xh
 
-                    # 2. 16 -> 32: diag(L_10 X_00, L_32 X_22), then X_10, X_32 = -X_odd (that).
-                    T.gemm(a1h, b1h, acc, clear_accum=True)
-                    for i, j in T.Parallel(Hf, Hf):
-                        p1h[i, j] = T.cast(acc[i, j], half)
-                    T.gemm(a2h, p1h, acc, clear_accum=True)
-                    for i, j in T.Parallel(Hf, Hf):
-                        if i // B == j // B:
-                            xv = -acc[i, j]
-                            xh = T.cast(xv, half)
-                            if i < B:       # X_10 -> rows 16..31, cols 0..15
-                                o_s[B + i, j] = T.cast(xv * b_s[gi, j], A_DTYPE)
-                                b3h[B + i, j] = xh
-                            else:           # X_32 -> rows 48..63, cols 32..47
-                                o_s[Hf + i, B + j] = T.cast(xv * b_s[gi, B + j], A_DTYPE)
-                                a4h[i, j - B] = xh
-
-                    # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
-                    T.gemm(a3h, b3h, acc, clear_accum=True)
-                    for i, j in T.Parallel(Hf, Hf):
-                        p2h[i, j] = T.cast(acc[i, j], half)
-                    T.gemm(a4h, p2h, acc, clear_accum=True)
-                    for i, j in T.Parallel(Hf, Hf):
-                        o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], A_DTYPE)
+                # 3. 32 -> 64: X[32:64, 0:32] = -X_B (L_C X_A).
+                T.gemm(a3h, b3h, acc, clear_accum=True)
+                for i, j in T.Parallel(Hf, Hf):
+                    p2h[i, j] = T.cast(acc[i, j], half)
+                T.gemm(a4h, p2h, acc, clear_accum=True)
+                for i, j in T.Parallel(Hf, Hf):
+                    o_s[Hf + i, j] = T.cast(-acc[i, j] * b_s[gi, j], A_DTYPE)
 
                 if nvalid == C:
                     # A whole chunk: Aβ's blocks on and below the diagonal (ABETA_PANEL), one TMA
@@ -317,33 +279,3 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                             a[left + i, bh, j] = o_s[i, j]
 
     return qla_kkt_solve
-
-
-def build_gamma(HV: int, g_stride: int):
-    """γ alone: per chunk, the chunk-local cumsum of g for every value head, into ``gcum`` exactly as
-    kkt_solve writes it (the same T.cumsum over a zero-padded tile). For the walk that makes Aβ
-    itself (``fused_fwd``'s ``fused_abeta``, ``QLA_FUSED_ABETA=1``), which needs γ before it runs
-    (CP's tail scan reads it too) but not kkt_solve. Grid: one 128-thread CTA per chunk."""
-    C = CHUNK
-    NT = T.dynamic("num_tokens")
-    NC = T.dynamic("num_chunks")
-    accum = "float32"
-
-    @T.prim_func
-    def qla_gamma(
-        g: T.StridedTensor((NT, HV), (g_stride, 1), accum),
-        chunk_bounds: T.Tensor((NC, 4), "int32"),
-        gcum: T.Tensor((NT, HV), accum),
-    ):
-        with T.Kernel(NC, threads=128) as bc:
-            g_s = T.alloc_shared((HV, C), accum)
-            left = chunk_bounds[bc, 0]
-            nvalid = T.min(chunk_bounds[bc, 1] - left, C)
-            for i, h in T.Parallel(C, HV):
-                g_s[h, i] = T.if_then_else(i < nvalid, g[left + i, h], 0.0)
-            T.cumsum(src=g_s, dst=g_s, dim=1)
-            for i, h in T.Parallel(C, HV):
-                if i < nvalid:
-                    gcum[left + i, h] = g_s[h, i]
-
-    return qla_gamma
