@@ -19,7 +19,7 @@
 #   git show exp/x:kernels/hopper/fused_fwd.py > .work/ab/x.py      # carry [".work/ab"]
 # AB_LABEL_ENV="LABEL:VAR=VALUE ..." sets VAR for everything run in that label's copy (its tests,
 # prebuild and timed runs): e.g. a label whose file is the checkout's own, run with an experiment's
-# switch on (AB_LABEL_ENV="F:QLA_FUSED_ABETA=1" ... F=kernels/hopper/fused_fwd.py).
+# switch on (AB_LABEL_ENV="F:QLA_MY_SWITCH=1" ... F=kernels/hopper/fused_fwd.py; session 55 ran W and F so).
 # AB_BUILD_ONLY=1 only compiles every label's bench kernels (and, unless AB_TESTS=0, the GPU tests'
 # kernels of the alternatives) into TileLang's disk cache, AB_PROCESSES workers a label (default 8;
 # AB_SKIP_TREE=1 leaves the checkout's to the caller): beside other builds, so that the timed runs
