@@ -355,6 +355,13 @@ def flashinfer_fns(x):
                        initial_state=x["pool"][idx], output_final_state=True, cu_seqlens=cu_new,
                        use_qk_l2norm_in_kernel=False)
         x["pool"][idx] = ht
+
+    # FlashInfer's own routing (gdn_prefill.chunk_gated_delta_rule, use_cp="auto"): its context-parallel
+    # DSL kernel where sequences × value heads fill under half the SMs and the inputs are contiguous
+    from flashinfer.gdn_kernels import cp_delta_rule_dsl_sm90
+    sms = torch.cuda.get_device_properties(x["q"].device).multi_processor_count
+    kernel.cp = (cp_delta_rule_dsl_sm90 is not None and all(x[n].is_contiguous() for n in ("q", "k", "v"))
+                 and (len(x["cu_cpu"]) - 1) * x["v"].shape[1] < max(1, sms // 2))
     return kernel, serving
 
 
@@ -662,6 +669,8 @@ def time_row(x, H, HV, mix, seqlens, usable) -> dict:
                 row[f"{name}_gpu_ms"] = gpu_ms(kernel)
             except Exception as exc:  # noqa: BLE001
                 row[f"{name}_gpu_error"] = repr(exc)[:200]
+            if name == "flashinfer":
+                row["flashinfer_cp"] = kernel.cp
             if name == "qla":
                 from qla_serve.kernels import hopper
                 row.update(qla_choices(kernel.plan))
@@ -938,6 +947,16 @@ def write_markdown(result, path):
                                          _f(r["flashinfer_serving_ms"]),
                                          _f(r["flashqla_serving_over_qla_serving"])]) + " |")
     lines += ["", "Targets (issue 3), over the rows above:", ""] + targets(result["rows"])
+    fi_rows = [r for r in result["rows"] if r.get("flashinfer_gpu_ms") is not None]
+    if fi_rows:
+        lines += ["", "QLA against FlashInfer on GPU-busy time (profiler; no host gaps). FlashInfer CP = its "
+                  "context-parallel kernel took the row (its own routing):", "",
+                  "| heads | seqlens | QLA GPU | FlashInfer GPU | QLA / FlashInfer GPU | FlashInfer CP |",
+                  "|---|---|---|---|---|---|"]
+        for r in fi_rows:
+            qg, fg = r.get("qla_gpu_ms"), r["flashinfer_gpu_ms"]
+            lines.append("| " + " | ".join([r["heads"], r["mix"], _f(qg), _f(fg), _f(qg / fg if qg and fg else None),
+                                             str(r.get("flashinfer_cp"))]) + " |")
     ab = [r for r in result["rows"] if r.get("qla_other_walk_ms") is not None]
     if ab:
         lines += ["", "QLA's walk in its two forms, same run, same V-block (rows without CP); GPU = GPU-busy ms:", "",

@@ -172,3 +172,19 @@ def test_cp_sweep_takes_named_and_ad_hoc_rows():
     assert kernel_bench.cp_seqlens("4096+2*16") == [4096, 16, 16]
     with pytest.raises(SystemExit):
         kernel_bench.cp_seqlens("nonsense")
+
+
+def test_flashinfer_gpu_section_lists_only_rows_flashinfer_ran(tmp_path):
+    """FlashInfer's rows get their own GPU-busy comparison with its routing (CP or not); rows it
+    did not run, and tables without it, leave the section out."""
+    rows = [_row("16/32", [8192] * 4, 0.44, 0.6), _row("2/8", [32768], 0.2, 0.3)]
+    rows[1]["qla_gpu_ms"] = 0.15
+    out = tmp_path / "k.md"
+    kernel_bench.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
+    assert "QLA against FlashInfer on GPU-busy time" not in out.read_text()
+    rows[0].update(qla_gpu_ms=0.44, flashinfer_ms=0.40, flashinfer_gpu_ms=0.373, flashinfer_cp=False)
+    kernel_bench.write_markdown({"gpu": "g", "versions": {}, "command": "c", "rows": rows}, out)
+    text = out.read_text()
+    assert "QLA against FlashInfer on GPU-busy time" in text
+    assert "| 16/32 | m | 0.440 | 0.373 | 1.180 | False |" in text
+    assert "| 2/8 | m | 0.150 |" not in text
