@@ -22,8 +22,9 @@
 # switch on (AB_LABEL_ENV="F:QLA_MY_SWITCH=1" ... F=kernels/hopper/fused_fwd.py; session 55 ran W and F so).
 # AB_BUILD_ONLY=1 only compiles every label's bench kernels (and, unless AB_TESTS=0, the GPU tests'
 # kernels of the alternatives) into TileLang's disk cache, AB_PROCESSES workers a label (default 8;
-# AB_SKIP_TREE=1 leaves the checkout's to the caller): beside other builds, so that the timed runs
-# later only load them.
+# AB_SKIP_TREE=1 leaves the checkout's to the caller; AB_TEST_CONFIGS=0,3,… builds only those
+# TEST_CONFIGS entries' test kernels, gpu_prebuild.py --test-configs: a quick subset's): beside other
+# builds, so that the timed runs later only load them.
 # Env: AB_HEADS (16/32,2/8), AB_MIXES (1x32768,8192x4,1024x8,16x512), AB_BLOCK_V (plan 128: the
 # plan's choice, then forced 128; set and empty: only the tests), AB_BASE (the ratios' reference
 # run, default tree-bvplan),
@@ -82,6 +83,7 @@ if [ "${AB_BUILD_ONLY:-0}" = 1 ]; then
   for l in "${labels[@]}"; do
     [ "$l" = tree ] && [ "${AB_SKIP_TREE:-0}" = 1 ] && continue     # built by the caller already
     tests_flag=--no-tests; [ "${AB_TESTS:-1}" = 1 ] && [ "$l" != tree ] && tests_flag=   # the tests' variants too
+    [ -z "$tests_flag" ] && [ -n "${AB_TEST_CONFIGS:-}" ] && tests_flag="--test-configs $AB_TEST_CONFIGS"
     in_site "$l" "$PY" bench_serving/gpu_prebuild.py $tests_flag --heads "$HEADS" --block-v "$widths" \
       --processes "${AB_PROCESSES:-8}" > "$OUT/build-$l.log" 2>&1 &
   done
