@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -771,7 +772,8 @@ def main() -> None:
     ap.add_argument("--cp-parts", default=",".join(str(p) for p in CP_PARTS))
     ap.add_argument("--cp-block-v", default=None, help="e.g. 64,128 (default: the plan's choice)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="KERNELS_JSON",
-                    help="combine the rows of several runs' kernels.json (e.g. one per GPU) into --out")
+                    help="combine the rows of several runs' kernels.json (e.g. one per GPU) into --out; "
+                         "PATH:HEADS (16/32,2/8) takes only those head configs' rows of that run")
     args = ap.parse_args()
     if args.merge:
         merge(args.merge, args.out)
@@ -874,11 +876,22 @@ def main() -> None:
 
 
 def merge(paths, out):
-    """One table from runs split across GPUs of one host (same image, same inputs per row)."""
-    runs = [json.load(open(p)) for p in paths]
+    """One table from runs split across GPUs of one host (same image, same inputs per row), or from
+    runs on machines of one GPU model: ``PATH:HEADS`` (e.g. ``run/kernels.json:16/32,2/8``) takes only
+    those head configs' rows of that run, so each head config can come whole from the run that timed
+    it (session 57's H100 table). Each row keeps the file it came from in ``source``."""
+    runs, rows = [], []
+    for spec in paths:
+        path, _, heads = spec.rpartition(":")
+        if not re.fullmatch(r"\d+/\d+(,\d+/\d+)*", heads):      # no head selection: the whole run
+            path, heads = spec, ""
+        run = json.load(open(path))
+        keep = set(heads.split(",")) if heads else None
+        runs.append(run)
+        rows += [dict(row, source=path) for row in run["rows"] if keep is None or row["heads"] in keep]
     result = dict(runs[0])
     result["command"] = " ; ".join(r["command"] for r in runs)
-    result["rows"] = [row for r in runs for row in r["rows"]]
+    result["rows"] = rows
     result["parts"] = [{k: r.get(k) for k in ("gpu", "command", "wall_s", "flashqla_prewarm_s", "qla_prebuild_s")}
                        for r in runs]
     os.makedirs(out, exist_ok=True)

@@ -2,6 +2,7 @@
 counts over both the wall-time and the GPU-busy ratios."""
 import importlib.metadata
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -188,3 +189,23 @@ def test_flashinfer_gpu_section_lists_only_rows_flashinfer_ran(tmp_path):
     assert "QLA against FlashInfer on GPU-busy time" in text
     assert "| 16/32 | m | 0.440 | 0.373 | 1.180 | False |" in text
     assert "| 2/8 | m | 0.150 |" not in text
+
+
+def test_merge_takes_whole_runs_or_the_named_head_configs(tmp_path, monkeypatch):
+    """``--merge PATH:HEADS`` keeps only those head configs' rows of that run (each config whole from
+    one run); a plain PATH keeps every row. Every merged row names its file."""
+    monkeypatch.setattr(kernel_bench, "plot", lambda result, path: None)
+    run_a = {"gpu": "g", "versions": {}, "command": "a",
+             "rows": [_row("16/32", [8192] * 4, 0.44, 0.6), _row("4/16", [32768], 0.2, 0.3)]}
+    run_b = {"gpu": "g", "versions": {}, "command": "b", "rows": [_row("4/16", [32768], 0.25, 0.4)]}
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(run_a))
+    pb.write_text(json.dumps(run_b))
+    kernel_bench.merge([f"{pa}:16/32", str(pb)], str(tmp_path / "out"))
+    got = json.loads((tmp_path / "out" / "kernels.json").read_text())
+    assert [(r["heads"], r["qla_ms"], r["source"]) for r in got["rows"]] == [("16/32", 0.44, str(pa)),
+                                                                            ("4/16", 0.25, str(pb))]
+    assert got["command"] == "a ; b"
+    kernel_bench.merge([f"{pa}:2/8,4/16"], str(tmp_path / "out2"))
+    got = json.loads((tmp_path / "out2" / "kernels.json").read_text())
+    assert [r["heads"] for r in got["rows"]] == ["4/16"]
