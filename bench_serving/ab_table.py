@@ -42,6 +42,24 @@ def main(out: str, base: str = "tree-bvplan") -> None:
             cells.append(cell)
         k = kkt.get(key)
         print(f"| {key[0]} | {key[1]} | {'—' if k is None else f'{k:.3f}'} | " + " | ".join(cells) + " |")
+    kkt_gpu = {n: {(row["heads"], row["mix"]): row.get("qla_kkt_only_gpu_ms") for row in r["rows"]}
+               for n, r in runs.items()}
+    if any(v is not None for per in kkt_gpu.values() for v in per.values()):
+        # kkt_solve's own GPU time in every label's run: an A/B of kkt_solve shows there undiluted
+        # by the walk (a quarter of a long call: its whole-call ratio moves four times less)
+        print("\nkkt_solve alone, GPU time (ms; the walk not launched), ratio to " + base + ":\n")
+        print("| heads | lengths | " + " | ".join(names) + " |")
+        print("|---|---|" + "---|" * len(names))
+        for key in keys:
+            ref = kkt_gpu[base].get(key)
+            cells = []
+            for n in names:
+                t = kkt_gpu[n].get(key)
+                cell = "—" if t is None else f"{t:.4f}"
+                if t is not None and ref and n != base:
+                    cell += f" ×{t / ref:.2f}"
+                cells.append(cell)
+            print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
     print("\nAccuracy (2/8, 512+300+77, vs fp64; identical digits = identical outputs):\n")
     for n in names:
         acc = runs[n].get("accuracy", {}).get("qla")
