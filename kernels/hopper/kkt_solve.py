@@ -6,9 +6,9 @@ For chunk rows i, j (C = 64), γ = chunk-local cumsum of g, D_ij = e^{γ_i − �
     Aβ = (I + L)⁻¹ diag(β)            (so that U = Aβ (V − diag(e^γ) K S₀))
 Outputs: ``gcum [T, HV]`` fp32 (γ per token) and ``a [T, HV, 64]`` (Aβ row of each token, fp16:
 the walk's Wᵀ Aβᵀ product takes fp16 operands, see fused_fwd.HALF; before session 42 the input
-dtype). Only rows of real tokens are written, and of a whole chunk's rows only the 16-row blocks on
-and below the diagonal (ABETA_PANEL; session 53); the padding of a sequence's last chunk uses β = 0 and
-g = 0, so no padded row or column leaks into a real one. The gate is applied before any exponential
+dtype). Only rows of real tokens are written, and of them only the 16-row blocks on and below the
+diagonal (ABETA_PANEL; session 53; a partial chunk's rows too since session 58); the padding of a
+sequence's last chunk uses β = 0 and g = 0, so no padded row or column leaks into a real one. The gate is applied before any exponential
 sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch per element; 0
 elsewhere).
 
@@ -163,7 +163,11 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             T.clear(a2h)
             T.clear(b3h)
             T.clear(a4h)
-            T.clear(o_s)
+            # o_s is not cleared: its blocks above the diagonal are never written here and never
+            # stored (the panels below, the partial chunk's lower blocks). Clearing it cost 256 shared
+            # wavefronts a CTA, 16 per 16-byte store (its swizzled layout against a row-major fill),
+            # ~10 % of the kernel's (session 58's ncu, 16/32 8192×4; kkt_solve ×0.94–1.03 without it,
+            # median ×0.97, on an H100).
 
             if use_qk_l2norm:
                 kf = T.alloc_fragment((C, K), accum)
@@ -273,9 +277,9 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
                     T.tma_copy(o_s[2 * B:C, 2 * B:3 * B], a[left + 2 * B:left + C, bh, 2 * B:3 * B])
                     T.tma_copy(o_s[3 * B:C, 3 * B:C], a[left + 3 * B:left + C, bh, 3 * B:C])
                     T.tma_store_wait(0)
-                else:               # a sequence's last, partial chunk: its real rows only
+                else:               # a sequence's last, partial chunk: its real rows' lower blocks
                     for i, j in T.Parallel(C, C):
-                        if i < nvalid:
+                        if (i < nvalid) & (i // B >= j // B):
                             a[left + i, bh, j] = o_s[i, j]
 
     return qla_kkt_solve
