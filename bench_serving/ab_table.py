@@ -1,5 +1,6 @@
 """The table of a kernel A/B (bench_serving/kernel_ab.sh): qla_ms per row for every label and V-block,
-and each one's ratio to the checkout's kernel at the plan's V-block ("tree-bvplan", or BASE).
+and each one's ratio to the checkout's kernel at the plan's V-block ("tree-bvplan", or BASE); then,
+where the runs recorded it, kkt_solve's own GPU time per row for every label, with the same ratios.
 
     python bench_serving/ab_table.py OUT [BASE]   # reads OUT/<label>-bv<width>/kernels.json, prints markdown
 """

@@ -8,9 +8,9 @@ Outputs: ``gcum [T, HV]`` fp32 (γ per token) and ``a [T, HV, 64]`` (Aβ row of 
 the walk's Wᵀ Aβᵀ product takes fp16 operands, see fused_fwd.HALF; before session 42 the input
 dtype). Only rows of real tokens are written, and of them only the 16-row blocks on and below the
 diagonal (ABETA_PANEL; session 53; a partial chunk's rows too since session 58); the padding of a
-sequence's last chunk uses β = 0 and g = 0, so no padded row or column leaks into a real one. The gate is applied before any exponential
-sees a positive difference: e^{γ_i − γ_j} is only formed for i > j (a branch per element; 0
-elsewhere).
+sequence's last chunk uses β = 0 and g = 0, so no padded row or column leaks into a real one. The
+gate is applied before any exponential sees a positive difference: e^{γ_i − γ_j} is only formed for
+i > j (a branch per element; 0 elsewhere).
 
 Work split: one CTA (128 threads, ≤ 128 registers, ~36 KiB shared: 4 CTAs per SM) per (chunk, *key*
 head), or per (chunk, part of a key head's value heads) on small grids (see Grid below). K is
@@ -166,8 +166,8 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             # o_s is not cleared: its blocks above the diagonal are never written here and never
             # stored (the panels below, the partial chunk's lower blocks). Clearing it cost 256 shared
             # wavefronts a CTA, 16 per 16-byte store (its swizzled layout against a row-major fill),
-            # ~10 % of the kernel's (session 58's ncu, 16/32 8192×4; kkt_solve ×0.94–1.03 without it,
-            # median ×0.97, on an H100).
+            # ~10 % of the kernel's shared wavefronts (session 58's ncu, 16/32 8192×4; kkt_solve
+            # ×0.94–1.03 without it, median ×0.97, on an H100).
 
             if use_qk_l2norm:
                 kf = T.alloc_fragment((C, K), accum)
