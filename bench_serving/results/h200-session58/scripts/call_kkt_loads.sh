@@ -1,25 +1,28 @@
-# Session 58, for the next lease (built, never run): kkt_solve with two chunks a CTA (P2,
-# .work/ab/kkt_solve_p2.py = ../kkt_solve_p2.py), both chunks' K, g and β loaded by cp.async up front
-# (T.Pipelined) so that the second's wait comes after the first's solve. Z's ncu (call 2) had the
-# prologue's loads at two-fifths of kkt_solve's stall samples. The grid halves: for the long rows
-# (a kept form would let the plan pick one or two chunks a CTA, as it picks the value-head split).
-# Its shared memory is 68 KB a CTA (main's ~30: the double K buffer, and nothing reused across the
-# loop), so three CTAs fit an SM where main has four; 128 registers, no spills (12 bytes at 16/48).
-# The quick GPU tests on P2 (same products: errors must be bit-equal to session 43's record), whole
-# calls and kkt_solve alone against the tree (main with Z), then P2's ncu on call 1's row.
-# Carry .gpu, .gpu-p/tlc58q.tar.xz (build_kktp2_kernels.sh) and .work/ab/kkt_solve_p2.py.
+# Session 58, for the next lease (built, never run): two kkt_solve candidates against the
+# prologue's load latency, which Z's ncu (call 2) put at two-fifths of kkt_solve's stall samples.
+# - P2 (.work/ab/kkt_solve_p2.py = ../kkt_solve_p2.py): two chunks a CTA, both chunks' K, g and β
+#   loaded by cp.async up front (T.Pipelined), the second's wait after the first's solve. 68 KB of
+#   shared memory a CTA (main's ~30: the double K buffer, nothing reused across the loop), so three
+#   CTAs fit an SM where main has four; the grid halves (a kept form would let the plan pick one or
+#   two chunks a CTA). 128 registers, no spills (12 bytes at 16/48).
+# - L2P (.work/ab/kkt_solve_l2p.py = ../kkt_solve_l2p.py): main's kernel whose CTAs first issue
+#   prefetch.global.L2 for the K, g and β rows of the CTA 4 × 132 places after them in launch order,
+#   the one likely to take their SM slot next. 127 registers, no spills.
+# The quick GPU tests on both (same products: errors must be bit-equal to session 43's record), whole
+# calls and kkt_solve alone against the tree (main with Z), then each one's ncu on call 1's row.
+# Carry .gpu, .gpu-p/tlc58q.tar.xz (build_kkt_loads_kernels.sh) and .work/ab (both files).
 # Begin with `source .gpu/prelude.sh && `.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
 END=${CALL_END:-560}
 left() { echo $(( END - (SECONDS - t0) )); }
-AB_TESTS=1 AB_TEST_LABELS="P2" AB_TEST_K="$QUICK_K" AB_PREBUILD=0 AB_BLOCK_V=plan \
+AB_TESTS=1 AB_TEST_LABELS="P2 L2P" AB_TEST_K="$QUICK_K" AB_PREBUILD=0 AB_BLOCK_V=plan \
   AB_HEADS=${AB_HEADS:-16/64,16/32,2/8} AB_MIXES=${AB_MIXES:-1x32768,16384+16384,8192x4,64x128} \
-  AB_DEADLINE=$(( $(left) - 15 )) bash bench_serving/kernel_ab.sh $OUT/ab P2=.work/ab/kkt_solve_p2.py > $OUT/ab.log 2>&1
+  AB_DEADLINE=$(( $(left) - 15 )) bash bench_serving/kernel_ab.sh $OUT/ab P2=.work/ab/kkt_solve_p2.py L2P=.work/ab/kkt_solve_l2p.py > $OUT/ab.log 2>&1
 echo "ab $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab.log; cat $OUT/ab/ab.md 2>/dev/null | head -40
-errs_vs_main ab/errors-P2; mv $OUT/err-compare.txt $OUT/err-compare-P2-quick.txt
-# P2's ncu on call 1's row (full section set and source page of kkt_solve alone): did the second
-# chunk's load leave the long scoreboard?
+for l in P2 L2P; do errs_vs_main ab/errors-$l; mv $OUT/err-compare.txt $OUT/err-compare-$l-quick.txt; done
+# Each candidate's ncu on call 1's row (full section set and source page of kkt_solve alone): did
+# the loads leave the long scoreboard?
 ncu_kkt() {   # tag: the checkout's kkt_solve.py as it is now
   local left=$(( END - (SECONDS - t0) - 20 ))
   [ $left -gt 60 ] || { echo "ncu $1: ${left}s left, skipped"; return; }
@@ -38,6 +41,7 @@ ncu_kkt() {   # tag: the checkout's kkt_solve.py as it is now
 }
 cp kernels/hopper/kkt_solve.py $OUT/.kkt_main.py          # the device's tree has no git history
 cp .work/ab/kkt_solve_p2.py kernels/hopper/kkt_solve.py && QLA_CP=0 ncu_kkt P2
+cp .work/ab/kkt_solve_l2p.py kernels/hopper/kkt_solve.py && QLA_CP=0 ncu_kkt L2P
 mv $OUT/.kkt_main.py kernels/hopper/kkt_solve.py
 compiled_here
 finish
