@@ -13,7 +13,8 @@
 # line: instructions executed, warp stall samples by reason), which locate the stalls in the
 # generated code (TileLang's device_kernel.cu in the kernel cache). Env: PYTHON, NCU (default
 # ncu), QLA_CP / QLA_BLOCK_V as for kernel_bench.py (QLA_CP=0 is set here unless given: one walk, no CP
-# phases).
+# phases), KERNELS (profile only kernels whose name matches this regex, e.g. qla_kkt_solve),
+# NCU_TIMEOUT (seconds for the profiled run; the pages are still written from what it collected).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$(mkdir -p "${1:?usage: ncu_walk.sh OUT [HEADS] [MIX]}" && cd "$1" && pwd)"
@@ -22,8 +23,8 @@ MIX="${3:-8192x4}"
 NCU="${NCU:-ncu}"
 export QLA_CP="${QLA_CP:-0}"
 BACKEND="${BACKEND:-qla}"
-"$NCU" --clock-control none --set full --import-source yes --nvtx --nvtx-include "profile/" \
-  -f -o "$OUT/walk" \
+${NCU_TIMEOUT:+timeout -k 5 "$NCU_TIMEOUT"} "$NCU" --clock-control none --set full --import-source yes \
+  --nvtx --nvtx-include "profile/" ${KERNELS:+--kernel-name "regex:$KERNELS"} -f -o "$OUT/walk" \
   "${PYTHON:-python3}" "$ROOT/bench_serving/walk_once.py" --heads "$HEADS" --mix "$MIX" --calls 3 \
   --backend "$BACKEND" > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$? ($(tail -n 1 "$OUT/ncu.log"))"
