@@ -1,11 +1,12 @@
 """How one value head's ~1.5 µs in kkt_solve divides between its phases (session 58, for the next
 lease): the latency that a walk making Aβ itself (FlashInfer's aux warpgroup) would have to hide.
 
-    python bench_serving/results/h200-session58/scripts/kkt_phase_probe.py --out OUT [--reps 200]
+    python bench_serving/results/h200-session58/scripts/kkt_phase_probe.py --out OUT [--reps 100]
     python ... --build-only        # the CPU machine: compile every variant into TileLang's cache
 
 Session 55's probe: one wave of CTAs (one per SM, one whole chunk each: H = 1, HV = G, all G value
-heads in the CTA), timed at G = 1 and 8; (t(8) − t(1)) / 7 is one value head's serial work on an SM
+heads in the CTA), timed at G = 1 and 8 (here as GPU-busy time, kernel_bench.gpu_ms, where session 55
+used CUDA events around the launches: the launch gaps cancel in the slope either way); (t(8) − t(1)) / 7 is one value head's serial work on an SM
 holding one CTA of this kernel. Here the same slope for main's kkt_solve cut after each phase of its
 per-value-head loop (the cuts are string edits of kernels/hopper/kkt_solve.py, asserted to match):
     full           L → diagonal inverses → merges → Aβ store
@@ -21,7 +22,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import sys
 import tempfile
 
@@ -64,44 +64,17 @@ def build(name: str, G: int):
 
 
 def sass_ops(kernel) -> dict:
-    """Static counts of a few opcodes of the compiled kernel (nvdisasm from sass_count.py)."""
-    import collections
-    import subprocess
-    from sass_count import find_nvdisasm, nvcc_cubin
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin, _ = nvcc_cubin(kernel.get_kernel_source(), tmp, "-w", "--use_fast_math")
-        sass = subprocess.run([find_nvdisasm(), "-c", cubin], check=True, capture_output=True, text=True).stdout
-    ops = collections.Counter()
-    for line in sass.splitlines():
-        parts = line.split("*/")
-        if len(parts) > 1 and parts[1].strip():
-            op = parts[1].strip().split()[0]
-            op = op if not op.startswith("@") else parts[1].strip().split()[1]
-            ops[op.split(".")[0]] += 1
+    """Static counts of a few opcodes of the compiled kernel, and of all (sass_count.py's whole-kernel count)."""
+    from sass_count import count, find_nvdisasm
+    ops = count(kernel.get_kernel_source(), find_nvdisasm(), use_fast_math=True)[2]
     keep = ("STS", "LDS", "LDSM", "HMMA", "HGMMA", "FFMA", "BAR", "MUFU", "UTMASTG")
     return {k: ops[k] for k in keep} | {"all": sum(ops.values())}
-
-
-def time_ms(fn, reps):
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    rounds = []
-    for _ in range(5):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(reps):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        rounds.append(e0.elapsed_time(e1) / reps)
-    return statistics.median(rounds)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out")
-    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args()
     if args.build_only:
@@ -112,7 +85,7 @@ def main():
                     print(name, sass_ops(k), flush=True)
         return
     import torch
-    from kernel_bench import make_inputs, qla_plan
+    from kernel_bench import gpu_ms, make_inputs, qla_plan
     from qla_serve.kernels import hopper
     sms = hopper._num_sms(torch.device("cuda"))
     res = {"gpu": torch.cuda.get_device_name(), "sms": sms, "variants": {}}
@@ -124,7 +97,7 @@ def main():
             gcum = torch.empty(x["T"], G, device="cuda")
             a = torch.empty(x["T"], G, C, device="cuda", dtype=torch.float16)
             k = build(name, G)
-            t[G] = 1e3 * time_ms(lambda: k(x["k"], x["g"], x["beta"], plan.chunk_bounds, gcum, a), args.reps)
+            t[G] = 1e3 * gpu_ms(lambda: k(x["k"], x["g"], x["beta"], plan.chunk_bounds, gcum, a), args.reps)
         res["variants"][name] = {"G1_us": t[1], "G8_us": t[8], "per_head_us": (t[8] - t[1]) / 7}
         print(name, {k: round(v, 3) for k, v in res["variants"][name].items()}, flush=True)
     v = {n: res["variants"][n]["per_head_us"] for n in VARIANTS}
