@@ -1,8 +1,8 @@
-"""Totals of an ncu source page (``ncu --page source --csv --print-source sass``, as call_kkt6.sh and
-call_kktz.sh write it) by SASS opcode: instructions executed, shared-memory wavefronts (ideal, and
-the excess from bank conflicts), warp-stall samples; the kernel's stall reasons; and, with
---regions, the stall samples of address ranges (the phases of the README's table were cut at the
-kernel's BAR.SYNC addresses, which --bars lists).
+"""Totals of an ncu source page (``ncu --page source --csv --print-source sass``, as
+bench_serving/ncu_walk.sh writes it for call_kkt_ab.sh) by SASS opcode: instructions executed,
+shared-memory wavefronts (ideal, and the excess from bank conflicts), warp-stall samples; the
+kernel's stall reasons; and, with --regions, the stall samples of address ranges (the phases of
+the README's table were cut at the kernel's BAR.SYNC addresses, which --bars lists).
 
     python ncu_source_sum.py ncu-Z/source-qla_kkt_solve.csv.gz            # from the call's all.tar.gz
     python ncu_source_sum.py FILE --bars
