@@ -26,41 +26,41 @@ def main(out: str, base: str = "tree-bvplan") -> None:
         for row in r["rows"]:
             if (row["heads"], row["mix"]) not in keys:
                 keys.append((row["heads"], row["mix"]))
-    ms = {n: {(row["heads"], row["mix"]): (row.get("qla_ms"), row.get("qla_block_v")) for row in r["rows"]}
-          for n, r in runs.items()}
+
+    def per_label(field: str, text) -> dict:
+        """{label: {(heads, mix): (value, its text)}} of one field of every label's rows (value None: absent)."""
+        return {n: {(row["heads"], row["mix"]): (row.get(field), text(row) if row.get(field) is not None else "")
+                    for row in r["rows"]} for n, r in runs.items()}
+
+    def ratio_cells(values: dict, key) -> list[str]:
+        """One row's cells: each label's text, the others' with their ratio to the base label's value."""
+        ref = values[base].get(key, (None, ""))[0]
+        cells = []
+        for n in names:
+            t, text = values[n].get(key, (None, ""))
+            cell = "—" if t is None else text
+            if t is not None and ref and n != base:
+                cell += f" ×{t / ref:.2f}"
+            cells.append(cell)
+        return cells
+
+    ms = per_label("qla_ms", lambda row: f"{row['qla_ms']:.3f} ({row.get('qla_block_v')})")
     kkt = {(row["heads"], row["mix"]): row.get("qla_kkt_only_ms") for row in runs[base]["rows"]}
     print(f"# Kernel A/B: qla_ms (V-block the run used), ratio to {base}; 'kkt only' = the run of {base} without the walk\n")
     print("| heads | lengths | kkt only | " + " | ".join(names) + " |")
     print("|---|---|---|" + "---|" * len(names))
     for key in keys:
-        ref = ms[base].get(key, (None, None))[0]
-        cells = []
-        for n in names:
-            t, bv = ms[n].get(key, (None, None))
-            cell = "—" if t is None else f"{t:.3f} ({bv})"
-            if t is not None and ref and n != base:
-                cell += f" ×{t / ref:.2f}"
-            cells.append(cell)
         k = kkt.get(key)
-        print(f"| {key[0]} | {key[1]} | {'—' if k is None else f'{k:.3f}'} | " + " | ".join(cells) + " |")
-    kkt_gpu = {n: {(row["heads"], row["mix"]): row.get("qla_kkt_only_gpu_ms") for row in r["rows"]}
-               for n, r in runs.items()}
-    if any(v is not None for per in kkt_gpu.values() for v in per.values()):
+        print(f"| {key[0]} | {key[1]} | {'—' if k is None else f'{k:.3f}'} | " + " | ".join(ratio_cells(ms, key)) + " |")
+    kkt_gpu = per_label("qla_kkt_only_gpu_ms", lambda row: f"{row['qla_kkt_only_gpu_ms']:.4f}")
+    if any(t is not None for per in kkt_gpu.values() for t, _ in per.values()):
         # kkt_solve's own GPU time in every label's run: an A/B of kkt_solve shows there undiluted
         # by the walk (a quarter of a long call: its whole-call ratio moves four times less)
         print("\nkkt_solve alone, GPU time (ms; the walk not launched), ratio to " + base + ":\n")
         print("| heads | lengths | " + " | ".join(names) + " |")
         print("|---|---|" + "---|" * len(names))
         for key in keys:
-            ref = kkt_gpu[base].get(key)
-            cells = []
-            for n in names:
-                t = kkt_gpu[n].get(key)
-                cell = "—" if t is None else f"{t:.4f}"
-                if t is not None and ref and n != base:
-                    cell += f" ×{t / ref:.2f}"
-                cells.append(cell)
-            print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+            print(f"| {key[0]} | {key[1]} | " + " | ".join(ratio_cells(kkt_gpu, key)) + " |")
     print("\nAccuracy (2/8, 512+300+77, vs fp64; identical digits = identical outputs):\n")
     for n in names:
         acc = runs[n].get("accuracy", {}).get("qla")
