@@ -46,6 +46,7 @@ TEST_CONFIGS = [
     (2, 8, torch.bfloat16, "vk", False, True, False, 0),   # cp-2/8-bf16-vk-P7          in the tests until session 36)
     # gva2-bf16-vk-misaligned-pool-5ctas, a walk-forms case (compiled in the tests until session 49)
     (2, 4, torch.bfloat16, "vk", False, True, False, 0),
+    (2, 6, torch.float32, "kv", False, True, False, 0),    # gva3-fp32-kv-g3 (session 59)
 ]
 
 # The GPU tests' own kernel forms beyond the variants' (tests/test_gpu_prebuild.py checks these lists

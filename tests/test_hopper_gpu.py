@@ -208,6 +208,9 @@ CASES = [
     ("gva2-bf16-vk-l2-odd-stride", SHORT, 2, 4, dict(gmax=3.0, pool_dtype=torch.bfloat16, l2_in_kernel=True,
                                                       packed=True, extra=7), None),
     ("gva2-fp32-vk-l2-one-token", [1], 2, 4, dict(gmax=3.0, l2_in_kernel=True, packed=True, skip_every=0), None),
+    # GVA 3 (16/48's ratio; odd, so never split over CTAs): kkt_solve's g and β rows padded to
+    # whole rounds of its threads
+    ("gva3-fp32-kv-g3", SHORT, 2, 6, dict(gmax=3.0, layout="kv"), None),
 ]
 
 

@@ -101,6 +101,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
     G = heads_per_cta or HV // H
     S = HV // H // G            # CTAs per (chunk, key head)
     assert G * S * H == HV, (H, HV, heads_per_cta)
+    GP = G + (G > 1 and G % 2)  # rows of g_s and b_s (the prologue's loads: whole rounds of 128 threads)
     NT = T.dynamic("num_tokens")
     NC = T.dynamic("num_chunks")
     sk, sg, sb = (int(x) for x in strides)
@@ -121,8 +122,8 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             hv0 = by * G                                     # this CTA's first value head
             T.annotate_min_blocks_per_sm(MIN_BLOCKS)     # ≤ 128 registers: 4 CTAs (16 warps) per SM
             k_s = T.alloc_shared((C, K), in_dtype)
-            g_s = T.alloc_shared((G, C), accum)              # γ of the G value heads
-            b_s = T.alloc_shared((G, C), accum)
+            g_s = T.alloc_shared((GP, C), accum)             # γ of the G value heads (GP: below)
+            b_s = T.alloc_shared((GP, C), accum)
             # L_II and X_II, fp32, a block per row; 16 floats of padding put the two blocks a warp
             # reads (or writes) at once in different banks.
             ld_s = T.alloc_shared((4, B * B + 16), accum)
@@ -153,9 +154,23 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             nvalid = T.min(chunk_bounds[bc, 1] - left, C)
 
             # g, β of all G value heads up front (their latency hides under the K load).
-            for i, gi in T.Parallel(C, G):
-                g_s[gi, i] = T.if_then_else(i < nvalid, g[left + i, hv0 + gi], 0.0)
-                b_s[gi, i] = T.if_then_else(i < nvalid, beta[left + i, hv0 + gi], 0.0)
+            if GP == G:
+                for i, gi in T.Parallel(C, G):
+                    g_s[gi, i] = T.if_then_else(i < nvalid, g[left + i, hv0 + gi], 0.0)
+                    b_s[gi, i] = T.if_then_else(i < nvalid, beta[left + i, hv0 + gi], 0.0)
+            else:
+                # An odd G > 1 (16/48: 3) as GP = G + 1 rows, whole rounds of the 128 threads (the
+                # padding row stays 0). Filled as G rows, the last round was half the threads, a
+                # divergent branch NVCC kept its loads inside: each round's loads waited for the
+                # previous round's stores, and K's loads for both (session 59's ncu, H100: 16/48's
+                # prologue 33 % of the stall samples against 16/64's 22 %; kkt_solve 209 µs against
+                # 16/64's 226 for a quarter fewer value heads). Even G keeps the form above: the same
+                # padded form there trips TileLang's sync planner (a barrier it wants inside step
+                # 2's diagonal-block branch).
+                for i, gi in T.Parallel(C, GP):
+                    real = (i < nvalid) & (gi < G)
+                    g_s[gi, i] = T.if_then_else(real, g[left + i, hv0 + T.min(gi, G - 1)], 0.0)
+                    b_s[gi, i] = T.if_then_else(real, beta[left + i, hv0 + T.min(gi, G - 1)], 0.0)
             T.copy(k[left:left + C, bhk, 0:K], k_s)
             # Blocks that stay zero for every value head.
             T.clear(a1h)

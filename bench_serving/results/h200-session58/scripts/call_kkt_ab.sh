@@ -6,7 +6,10 @@
 # LABELS; "tree" is the checkout's kkt_solve).
 #   call 1: LABELS=M6 NCU_TAGS="tree M6"   (carry .gpu, .gpu-p/tlc54.tar.xz, .gpu-p/tlc58.tar.xz, .work/ab)
 #   call 2: LABELS=Z                       (carry .gpu, .gpu-p/tlc58z.tar.xz, .work/ab)
-#   next:   LABELS="P2 L2P"                (carry .gpu, .gpu-p/tlc58q.tar.xz, .work/ab; never run)
+#   call 3 (session 59): LABELS="P2 L2P"   (carry .gpu, .gpu-p/tlc58q.tar.xz, .work/ab)
+#   session 59: LABELS=GB AB_TEST_TREE=1 AB_HEADS=16/48,16/32 NCU_HEADS=16/48 TEST_K="(…QUICK_K…) or gva3"
+#                                          (carry .gpu-p/tlc59g.tar.xz, .work/ab; .gpu on the warm machine)
+# TEST_K replaces the quick tests' -k (common.sh's QUICK_K); NCU_HEADS the heads of the ncu runs.
 # Begin with `source .gpu/prelude.sh && `.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
@@ -15,7 +18,7 @@ left() { echo $(( END - (SECONDS - t0) )); }
 labels=(${LABELS:?LABELS names the candidates})
 files=()
 for l in "${labels[@]}"; do files+=("$l=.work/ab/kkt_solve_${l,,}.py"); done
-AB_TESTS=1 AB_TEST_LABELS="${labels[*]}" AB_TEST_K="$QUICK_K" AB_PREBUILD=0 AB_BLOCK_V=plan \
+AB_TESTS=1 AB_TEST_LABELS="${labels[*]}" AB_TEST_K="${TEST_K:-$QUICK_K}" AB_PREBUILD=0 AB_BLOCK_V=plan \
   AB_HEADS=${AB_HEADS:-16/64,16/32,2/8} AB_MIXES=${AB_MIXES:-1x32768,16384+16384,8192x4,64x128} \
   AB_DEADLINE=$(( $(left) - 15 )) bash bench_serving/kernel_ab.sh $OUT/ab "${files[@]}" > $OUT/ab.log 2>&1
 echo "ab $((SECONDS - t0)) s"; grep "^\[ab\]" $OUT/ab.log; cat $OUT/ab/ab.md 2>/dev/null | head -40
@@ -24,7 +27,7 @@ ncu_kkt() {   # tag: kkt_solve alone as the checkout's kkt_solve.py is now
   local s=$(( $(left) - 20 ))
   [ $s -gt 60 ] || { echo "ncu $1: ${s}s left, skipped"; return; }
   NCU_TIMEOUT=$(( s < 150 ? s : 150 )) KERNELS=qla_kkt_solve \
-    bash bench_serving/ncu_walk.sh $OUT/ncu-$1 16/32 8192x4 > /dev/null
+    bash bench_serving/ncu_walk.sh $OUT/ncu-$1 ${NCU_HEADS:-16/32} 8192x4 > /dev/null
   echo "ncu $1 $((SECONDS - t0)) s"
   rm -f $OUT/ncu-$1/walk.ncu-rep
   grep -E "Duration|Registers Per|Achieved Occupancy|Memory Throughput|DRAM Throughput|Shared|L1/TEX Hit|Issue Slots|Warp Cycles Per Issued" \
