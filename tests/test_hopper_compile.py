@@ -74,6 +74,15 @@ def test_variant_compiles_for_sm90a(var):
     assert hopper.compile_count == n
 
 
+def test_kkt_solve_compiles_for_an_odd_value_head_ratio():
+    """16/48 (G = 3, never split over CTAs): kkt_solve loads g and β as G + 1 rows, whole rounds of its
+    128 threads, a form no even G uses (kkt_solve.py, the prologue)."""
+    var = hopper.Variant(16, 48, pool_dtype="float32", state_layout="vk", use_qk_l2norm=False,
+                         has_initial_state=True, block_v=128)
+    assert hopper.kkt_split_forms(16, 48) == [3]
+    assert "wgmma" in hopper.kkt_kernel_for(var).get_kernel_source()
+
+
 def _fwd_args_on_cpu(var):
     """A well-formed call of the variant's walk on CPU tensors: the generated host code rejects it at
     its first device check, which is as far as a machine without a GPU can follow a launch."""
