@@ -11,7 +11,9 @@
 #   Z    without the o_s clear: main at 36e153d
 #   P2   two chunks a CTA, both chunks' K, g and β by cp.async up front (T.Pipelined): ../kkt_solve_p2.patch
 #   L2P  each CTA prefetching into L2 the loads of the CTA 4 × 132 places after it: ../kkt_solve_l2p.patch
-#   GB   (session 59) every prologue load (g, β into registers, K) issued before any store: ../kkt_solve_gb.patch
+#   GB   (session 59) an odd G's g and β as G + 1 rows, whole rounds of the threads: ../kkt_solve_gb.patch
+#   LDP  (session 59) L_II's rows 20 floats apart in shared memory (no bank conflicts in L's scatter):
+#        ../../h200-session59/kkt_solve_ldp.patch, on b5aa371's kkt_solve.py (main with GB)
 # (the patches apply to 47119ac's kkt_solve.py, the kernel of 36e153d with its comments reworded).
 set -e
 cd "$(dirname "$0")/../../../.."
@@ -19,10 +21,10 @@ ROOT=$PWD
 HERE=bench_serving/results/h200-session58
 export TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100
 mkdir -p .work/ab
-from_patch() {   # patch → kkt_solve.py with it applied to 47119ac's
+from_patch() {   # patch [rev] → kkt_solve.py with it applied to rev's (default 47119ac)
   local tmp; tmp=$(mktemp -d)
   mkdir -p $tmp/kernels/hopper
-  git show 47119ac:kernels/hopper/kkt_solve.py > $tmp/kernels/hopper/kkt_solve.py
+  git show ${2:-47119ac}:kernels/hopper/kkt_solve.py > $tmp/kernels/hopper/kkt_solve.py
   (cd $tmp && git apply "$ROOT/$1") && cat $tmp/kernels/hopper/kkt_solve.py
   rm -rf $tmp
 }
@@ -36,6 +38,7 @@ for label in "$@"; do
     P2) from_patch $HERE/kkt_solve_p2.patch > $file ;;
     L2P) from_patch $HERE/kkt_solve_l2p.patch > $file ;;
     GB) from_patch $HERE/kkt_solve_gb.patch > $file ;;
+    LDP) from_patch bench_serving/results/h200-session59/kkt_solve_ldp.patch b5aa371 > $file ;;
     *) echo "unknown label $label" >&2; exit 2 ;;
   esac
   args+=("$label=$file")
