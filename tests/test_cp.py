@@ -586,7 +586,7 @@ def test_gdn_prefill_hopper_cp_branch(layout, pool_dtype, hinit_mode, tail_mode,
     partials, combine, from_starts, calls = torch_phases(g, beta, layout)
     tails = []
 
-    def kkt(k_, g_, beta_, chunk_bounds, gcum, a):      # γ as kkt_solve writes it (tail starts read it)
+    def kkt(k_, g_, beta_, chunk_bounds, gcum, a, chunks_at_64c):   # γ as kkt_solve writes it (tail starts read it)
         calls.append("kkt")
         gcum.copy_(chunk_local_cumsum(g_, cu.tolist()))
 
@@ -1298,6 +1298,24 @@ def test_kkt_split_forms_are_every_pick(H, HV, forms):
     picks = {hopper.kkt_heads_per_cta(nc, H, HV, sms) for nc in (0, 1, 5, 16, 64, 130, 1000, 10**6)
              for sms in (1, 66, 132, 1000)}
     assert picks <= set(forms) and forms[0] in picks
+
+
+@pytest.mark.parametrize("seqlens,at64", [([32768], 1), ([5], 1), ([128, 64, 192, 77], 1), ([0, 64, 3], 1),
+                                          ([100, 64], 0), ([64, 65, 64], 0), ([1, 1], 0)])
+def test_chunks_at_64c_exactly_where_the_chunk_table_is_implied(seqlens, at64):
+    """kkt_solve's table-free path (the plan's chunks_at_64c) takes chunk c's first token as 64·c and
+    its valid rows as min(T − 64·c, 64): the flag is 1 exactly where the plan's chunk table says so."""
+    from qla_serve.kernels import hopper
+
+    cu = [0]
+    for n in seqlens:
+        cu.append(cu[-1] + n)
+    plan = plan_prefill(cu)
+    tab = plan.chunk_bounds.cpu().long()
+    first = 64 * torch.arange(plan.num_chunks)
+    implied = bool((tab[:, 0] == first).all()
+                   and (torch.clamp(tab[:, 1] - tab[:, 0], max=64) == torch.clamp(cu[-1] - first, max=64)).all())
+    assert hopper.chunks_at_64c(plan) == at64 == int(implied)
 
 
 def test_warmup_builds_every_kkt_form(monkeypatch):

@@ -335,6 +335,33 @@ def test_kkt_split_forms_agree_bit_for_bit(tag, seqlens, H, HV, kw, block_v):
     check(case, got[forms[-1]][0], pool_before.cpu(), tag + "-kkt-forms", s_tol=8e-3 if bf16_pool else 5e-3)
 
 
+@skip
+@pytest.mark.parametrize("seqlens", [[128, 64, 192, 77], [4096 + 37]], ids=["4-seqs", "one-seq"])
+def test_kkt_without_its_table_read_matches_the_table_path(seqlens):
+    """Batches whose chunk c starts at token 64·c (every sequence but the last a whole number of
+    chunks; the last one partial): kkt_solve skips its chunk_bounds read there (the plan's
+    chunks_at_64c). Outputs and final states are bit-identical to the table path's, and match the oracle."""
+    from qla_serve.kernels import hopper
+
+    tag = f"chunks-at-64c-{len(seqlens)}"
+    case = make_case(seqlens, 2, 4, seed=case_seed(tag), gmax=3.0)
+    pool_before = case["pool"].clone()
+    got = {}
+    for at64 in (1, 0):
+        case["pool"].copy_(pool_before)
+        cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
+        plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
+                            num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
+        assert hopper.chunks_at_64c(plan) == 1
+        plan.kernel_data["hopper-chunks-at-64c"] = at64      # 0: the table path, as unaligned batches run
+        out = run_qla(case, plan=plan)
+        torch.cuda.synchronize()
+        got[at64] = (out.clone(), case["pool"].clone())
+    assert torch.equal(got[1][0], got[0][0]), f"{tag}: outputs differ from the table path's"
+    assert torch.equal(got[1][1], got[0][1]), f"{tag}: states differ from the table path's"
+    check(case, got[1][0], pool_before.cpu(), tag)
+
+
 L2_FORMS = [c for c in CASES if c[4].get("l2_in_kernel")]
 
 

@@ -387,6 +387,17 @@ def kkt_heads_per_cta(num_chunks: int, num_k_heads: int, num_v_heads: int, sms: 
     return per_cta
 
 
+def chunks_at_64c(plan) -> int:
+    """1 where chunk c of the plan starts at token 64·c (every sequence but the last a whole number
+    of chunks: one sequence, or 64-multiple lengths), else 0. kkt_solve then skips its chunk_bounds
+    read (see kkt_solve.py). Kept in ``plan.kernel_data``: O(N) once per plan."""
+    got = plan.kernel_data.get("hopper-chunks-at-64c")
+    if got is None:
+        got = int(all(n % CHUNK == 0 for n in plan.seqlens[:-1]))
+        plan.kernel_data["hopper-chunks-at-64c"] = got
+    return got
+
+
 def kkt_split_forms(num_k_heads: int, num_v_heads: int) -> list[int]:
     """Every ``heads_per_cta`` :func:`kkt_heads_per_cta` can pick for these heads (warm-up builds them)."""
     G = num_v_heads // num_k_heads
@@ -907,7 +918,7 @@ def gdn_prefill_hopper(
         if os.environ.get(ABETA_POISON_ENV) == "1":
             a.fill_(float("nan"))
         if plan.num_chunks > 0:
-            kkt(k, g, beta, plan.chunk_bounds, gcum, a)
+            kkt(k, g, beta, plan.chunk_bounds, gcum, a, chunks_at_64c(plan))
     else:
         # No tokens: dummy 1-row buffers (no chunk reads them) keep every shape non-empty.
         q = k = torch.zeros(1, H, Kd, dtype=q.dtype, device=dev)

@@ -58,7 +58,8 @@ num_chunks × H CTAs is doubled while the doubled grid still fits one wave (4 CT
 then loading K and forming K Kᵀ for its own value heads (session 38: ×0.88–0.99 on such calls).
 Each CTA reads its chunk's first token and its sequence's end from the plan's ``chunk_bounds`` (one
 row), so one compiled kernel serves every batch shape and the loads of K, g and β depend on one
-table read. Until session 15 it read (sequence, chunk in it) and then the sequence's bounds from
+table read; where the plan says chunk c starts at token 64·c (``chunks_at_64c``, session 59) it
+reads nothing before them. Until session 15 it read (sequence, chunk in it) and then the sequence's bounds from
 ``cu_seqlens``: two dependent loads before any data, in a prologue that held 18 % of the kernel's
 stall samples (session 12's ncu, 16/32 8192×4). Measured in session 15: no change in speed
 (0.99–1.02× on 14 rows; other CTAs hid that latency).
@@ -116,6 +117,7 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
         chunk_bounds: T.Tensor((NC, 4), "int32"),
         gcum: T.Tensor((NT, HV), accum),
         a: T.Tensor((NT, HV, C), A_DTYPE),
+        chunks_at_64c: T.int32,
     ):
         with T.Kernel(NC, H * S, threads=128) as (bc, by):
             bhk = by // S
@@ -150,8 +152,21 @@ def build_kkt_solve(H: int, HV: int, K: int, in_dtype: str, use_qk_l2norm: bool,
             T.annotate_layout({o_s: make_quarter_bank_swizzled_layout(o_s)})
 
             tx = T.get_thread_binding()
-            left = chunk_bounds[bc, 0]
-            nvalid = T.min(chunk_bounds[bc, 1] - left, C)
+            # The chunk's first token and its sequence's end. Where every sequence but the last is
+            # a whole number of chunks (the host plan's ``chunks_at_64c``: a batch of one sequence,
+            # or of 64-multiple lengths), chunk bc starts at token 64·bc and only the last sequence
+            # ends before the chunk's end, at num_tokens: no table read, so the loads of K, g and β
+            # need nothing before them. A read of chunk_bounds put one L2 round trip ahead of them
+            # (session 59, H100: without it kkt_solve ×0.92–0.93 at 16/32, ×0.99 at 16/64).
+            bounds = T.alloc_local((2,), "int32")
+            if chunks_at_64c != 0:
+                bounds[0] = bc * C
+                bounds[1] = NT
+            else:
+                bounds[0] = chunk_bounds[bc, 0]
+                bounds[1] = chunk_bounds[bc, 1]
+            left = bounds[0]
+            nvalid = T.min(bounds[1] - left, C)
 
             # g, β of all G value heads up front (their latency hides under the K load).
             if GP == G:

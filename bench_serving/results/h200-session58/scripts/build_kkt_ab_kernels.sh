@@ -14,6 +14,8 @@
 #   GB   (session 59) an odd G's g and β as G + 1 rows, whole rounds of the threads: ../kkt_solve_gb.patch
 #   LDP  (session 59) L_II's rows 20 floats apart in shared memory (no bank conflicts in L's scatter):
 #        ../../h200-session59/kkt_solve_ldp.patch, on b5aa371's kkt_solve.py (main with GB)
+#   NB   (session 59, an ablation: right only on 64-aligned batches) no chunk_bounds read, chunk bc
+#        at token 64 · bc: ../../h200-session59/kkt_solve_nb_ablation.patch, on b5aa371's
 # (the patches apply to 47119ac's kkt_solve.py, the kernel of 36e153d with its comments reworded).
 set -e
 cd "$(dirname "$0")/../../../.."
@@ -39,6 +41,7 @@ for label in "$@"; do
     L2P) from_patch $HERE/kkt_solve_l2p.patch > $file ;;
     GB) from_patch $HERE/kkt_solve_gb.patch > $file ;;
     LDP) from_patch bench_serving/results/h200-session59/kkt_solve_ldp.patch b5aa371 > $file ;;
+    NB) from_patch bench_serving/results/h200-session59/kkt_solve_nb_ablation.patch b5aa371 > $file ;;
     *) echo "unknown label $label" >&2; exit 2 ;;
   esac
   args+=("$label=$file")
