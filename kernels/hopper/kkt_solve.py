@@ -59,10 +59,11 @@ then loading K and forming K Kᵀ for its own value heads (session 38: ×0.88–
 Each CTA reads its chunk's first token and its sequence's end from the plan's ``chunk_bounds`` (one
 row), so one compiled kernel serves every batch shape and the loads of K, g and β depend on one
 table read; where the plan says chunk c starts at token 64·c (``chunks_at_64c``, session 59) it
-reads nothing before them. Until session 15 it read (sequence, chunk in it) and then the sequence's bounds from
-``cu_seqlens``: two dependent loads before any data, in a prologue that held 18 % of the kernel's
-stall samples (session 12's ncu, 16/32 8192×4). Measured in session 15: no change in speed
-(0.99–1.02× on 14 rows; other CTAs hid that latency).
+reads nothing before them. Until session 15 it read (sequence, chunk in it) and then the
+sequence's bounds from ``cu_seqlens``: two dependent loads before any data, in a prologue that held
+18 % of the kernel's stall samples (session 12's ncu, 16/32 8192×4). Measured in session 15: no
+change in speed (0.99–1.02× on 14 rows; other CTAs hid that latency). Session 59 measured the
+opposite on the kernel as it is now: one L2 round trip less, kkt_solve ×0.92 at 16/32.
 """
 
 import tilelang
