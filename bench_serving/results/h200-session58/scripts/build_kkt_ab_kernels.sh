@@ -12,7 +12,8 @@
 #   P2   two chunks a CTA, both chunks' K, g and β by cp.async up front (T.Pipelined): ../kkt_solve_p2.patch
 #   L2P  each CTA prefetching into L2 the loads of the CTA 4 × 132 places after it: ../kkt_solve_l2p.patch
 #   GB   (session 59) an odd G's g and β as G + 1 rows, whole rounds of the threads: ../kkt_solve_gb.patch
-#   LDP  (session 59) L_II's rows 20 floats apart in shared memory (no bank conflicts in L's scatter):
+#   LDP  (session 59) L_II's rows 24 floats apart in shared memory (no bank conflicts in L's scatter;
+#        its call 6 ran a first form with 20):
 #        ../../h200-session59/kkt_solve_ldp.patch, on b5aa371's kkt_solve.py (main with GB)
 #   NB   (session 59, an ablation: right only on 64-aligned batches) no chunk_bounds read, chunk bc
 #        at token 64 · bc: ../../h200-session59/kkt_solve_nb_ablation.patch, on b5aa371's

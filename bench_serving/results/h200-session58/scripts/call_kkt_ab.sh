@@ -7,8 +7,10 @@
 #   call 1: LABELS=M6 NCU_TAGS="tree M6"   (carry .gpu, .gpu-p/tlc54.tar.xz, .gpu-p/tlc58.tar.xz, .work/ab)
 #   call 2: LABELS=Z                       (carry .gpu, .gpu-p/tlc58z.tar.xz, .work/ab)
 #   call 3 (session 59): LABELS="P2 L2P"   (carry .gpu, .gpu-p/tlc58q.tar.xz, .work/ab)
-#   session 59: LABELS=GB AB_TEST_TREE=1 AB_HEADS=16/48,16/32 NCU_HEADS=16/48 TEST_K="(…QUICK_K…) or gva3"
-#                                          (carry .gpu-p/tlc59g.tar.xz, .work/ab; .gpu on the warm machine)
+#   session 59: LABELS=GB AB_HEADS=16/48,16/32 NCU_HEADS=16/48 TEST_K="(…QUICK_K…) or gva3"
+#                                          (carry .gpu, .gpu-p/tlc59g.tar.xz, .work/ab)
+#               LABELS=LDP [AB_HEADS=16/64,16/32] (.gpu-p/tlc59l.tar.xz); LABELS=NB AB_HEADS=16/64,16/32
+#               TEST_K=no_such_case (.gpu-p/tlc59n.tar.xz and tlc59l: an ablation, no tests)
 # TEST_K replaces the quick tests' -k (common.sh's QUICK_K); NCU_HEADS the heads of the ncu runs.
 # Begin with `source .gpu/prelude.sh && `.
 t0=$SECONDS
