@@ -113,14 +113,18 @@ def oracle(case, pool_before):
     return (o.cpu(), finals.cpu()), cu
 
 
+def case_plan(case):
+    """The case's plan: its lengths, its slot indices checked against its pool on the host."""
+    cu = torch.tensor([0] + list(torch.tensor(case["seqlens"]).cumsum(0).tolist()), dtype=torch.int32)
+    return plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
+                        num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
+
+
 def run_qla(case, block_v=None, plan=None, out=None, walk=None, kkt_heads=None):
     """walk: {"persistent": bool, "ctas": n} forces the walk's form and CTA count (with block_v);
     kkt_heads: kkt_solve's value heads per CTA (default: the plan's pick)."""
-    seqlens = case["seqlens"]
-    cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
     if plan is None:
-        plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
-                            num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
+        plan = case_plan(case)
     if block_v is not None:
         plan.kernel_data[("hopper", case["v"].shape[1], V)] = {"block_v": block_v, **(walk or {})}
     T, HV = case["v"].shape[0], case["v"].shape[1]
@@ -349,9 +353,7 @@ def test_kkt_without_its_table_read_matches_the_table_path(seqlens):
     got = {}
     for at64 in (1, 0):
         case["pool"].copy_(pool_before)
-        cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
-        plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
-                            num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
+        plan = case_plan(case)
         assert hopper.chunks_at_64c(plan) == 1
         plan.kernel_data["hopper-chunks-at-64c"] = at64      # 0: the table path, as unaligned batches run
         out = run_qla(case, plan=plan)
@@ -437,9 +439,7 @@ def test_gate_inputs_match_oracle(tag, seqlens, H, HV, kw):
     case["g"] = -torch.exp(A_log.double()) * torch.where(x > 20, x, torch.log1p(torch.exp(x)))
     case["beta"] = torch.sigmoid(b.double())
     pool_before = case["pool"].cpu().clone()
-    cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32)
-    plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
-                        num_slots=case["pool"].shape[0], null_slot=case["null_slot"])
+    plan = case_plan(case)
     out = torch.full((T, HV, V), float("nan"), dtype=torch.bfloat16, device=DEV)
     gating_calls = dispatch.calls[("gating", "tilelang")]
     qla_serve.gdn_prefill(case["q"], case["k"], case["v"], gates=GateInputs(a, b, A_log, dt_bias),
@@ -458,9 +458,7 @@ def test_gate_inputs_match_oracle(tag, seqlens, H, HV, kw):
 def test_cuda_graph_replay():
     seqlens = [100, 64, 1, 513]
     case = make_case(seqlens, 2, 4, gmax=2.0, seed=7, packed=False)
-    cu = torch.tensor([0, 100, 164, 165, 678], dtype=torch.int32)
-    plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
-                        num_slots=case["pool"].shape[0], null_slot=0)
+    plan = case_plan(case)
     out = torch.full((678, 4, V), float("nan"), dtype=torch.bfloat16, device=DEV)
     run_qla(case, plan=plan, out=out)           # compile + warm outside the capture
     torch.cuda.synchronize()
@@ -723,9 +721,7 @@ def test_cp_cuda_graph_replay(monkeypatch):
     seqlens = [5000, 64, 1]
     T = sum(seqlens)
     case = make_case(seqlens, 2, 4, gmax=2.0, seed=21, skip_every=0)
-    cu = torch.tensor([0, 5000, 5064, 5065], dtype=torch.int32)
-    plan = plan_prefill(cu, device=DEV, state_indices_cpu=torch.tensor(case["idx"]),
-                        num_slots=case["pool"].shape[0], null_slot=0)
+    plan = case_plan(case)
     out = torch.full((T, 4, V), float("nan"), dtype=torch.bfloat16, device=DEV)
     run_qla(case, plan=plan, out=out)
     torch.cuda.synchronize()
