@@ -37,3 +37,12 @@ compiled_here() {
 finish() {   # a call returns at most 8 files: everything else goes into one tar
   (cd $OUT && tar -czf all.tar.gz --exclude=all.tar.gz --exclude='site-*' . 2>/dev/null)
 }
+whole_test_file() {   # LABEL SECONDS: the GPU test file on the tree (gpu_tests, log tests-LABEL.log), its
+  # errors against session 43's record (err-compare-LABEL.txt), then the call's end: only those two,
+  # gpu.txt and all.tar.gz come back (sessions 52, 53, 58)
+  TESTS_LOG=tests-$1 gpu_tests $2
+  errs_vs_main tests-$1; cp $OUT/err-compare.txt $OUT/err-compare-$1.txt
+  compiled_here
+  finish
+  (cd $OUT && find . -type f ! -name all.tar.gz ! -name 'err-compare-*.txt' ! -name gpu.txt ! -name tests-$1.log -delete)
+}

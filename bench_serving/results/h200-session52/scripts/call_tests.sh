@@ -4,9 +4,5 @@
 # 43's record of the same kernels.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
-TESTS_LOG=tests-main gpu_tests ${TESTS_S:-420}
-errs_vs_main tests-main; cp $OUT/err-compare.txt $OUT/err-compare-main.txt
-compiled_here
-finish
-(cd $OUT && find . -type f ! -name all.tar.gz ! -name 'err-compare-main.txt' ! -name gpu.txt ! -name tests-main.log -delete)
+whole_test_file main 420
 echo "call $((SECONDS - t0)) s"

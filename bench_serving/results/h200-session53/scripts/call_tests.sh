@@ -10,9 +10,5 @@ AB_TESTS=1 AB_TEST_LABELS=X AB_TEST_K="$QUICK_K" AB_BLOCK_V="" AB_DEADLINE=${MUT
   bash bench_serving/kernel_ab.sh $OUT/mut X=$X > $OUT/mut.log 2>&1
 echo "mutation X (expected to fail): $(grep '^\[ab\]' $OUT/mut.log)"
 grep -E "^FAILED" $OUT/mut/tests-X.log | cut -c1-160 | head -10
-TESTS_LOG=tests-tree gpu_tests ${TESTS_S:-400}
-errs_vs_main tests-tree; cp $OUT/err-compare.txt $OUT/err-compare-tree.txt
-compiled_here
-finish
-(cd $OUT && find . -type f ! -name all.tar.gz ! -name 'err-compare-*.txt' ! -name gpu.txt ! -name tests-tree.log -delete)
+whole_test_file tree 400
 echo "call $((SECONDS - t0)) s"

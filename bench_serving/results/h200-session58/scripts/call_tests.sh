@@ -5,9 +5,5 @@
 # Begin with `source .gpu/prelude.sh && `.
 t0=$SECONDS
 source bench_serving/results/h200-session26/scripts/common.sh || exit 1
-TESTS_LOG=tests-tree gpu_tests ${TESTS_S:-420}
-errs_vs_main tests-tree; cp $OUT/err-compare.txt $OUT/err-compare-tree.txt
-compiled_here
-finish
-(cd $OUT && find . -type f ! -name all.tar.gz ! -name 'err-compare-*.txt' ! -name gpu.txt ! -name tests-tree.log -delete)
+whole_test_file tree 420
 echo "call $((SECONDS - t0)) s"
