@@ -1005,6 +1005,124 @@ def test_choose_block_v_on_the_measured_rows():
 
 
 
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _session62_sweep():
+    """Session 62's H100 runs at both forced V-blocks, persistent walk (bench_serving/results/
+    h200-session62/bv-sweep/): {(heads, mix): {64: row, 128: row}}, 96 rows."""
+    import json
+    import pathlib
+
+    d = pathlib.Path(__file__).resolve().parents[1] / "bench_serving/results/h200-session62/bv-sweep"
+    rows: dict = {}
+    for kind in ("ad-hoc", "named"):
+        for bv in (64, 128):
+            for r in json.loads((d / f"{kind}-bv{bv}" / "kernels.json").read_text())["rows"]:
+                rows.setdefault((r["heads"], r["mix"]), {})[bv] = r
+    return rows
+
+
+def _grid_fit(samples, f_hi=15.0, p_hi=5.0):
+    """(fixed, per_chunk) minimising the squared log error of persistent_estimate_us over ``samples``
+    (seqlens, ctas per sequence, measured µs): a coarse grid, then finer grids around its best."""
+    import math
+
+    from qla_serve.kernels import hopper
+
+    def loss(f, p):
+        return sum((math.log(hopper.persistent_estimate_us([(n + 63) // 64 for n in s], per, (f, p), 132))
+                    - math.log(us)) ** 2 for s, per, us in samples)
+
+    best, (f0, p0, df, dp) = None, (0.0, 0.0, f_hi / 30, p_hi / 30)
+    for _ in range(4):
+        cands = [(f0 + i * df, p0 + j * dp) for i in range(31) for j in range(31) if f0 + i * df > 0 and p0 + j * dp > 0]
+        best = min(cands, key=lambda c: loss(*c))
+        f0, p0, df, dp = best[0] - 3 * df, best[1] - 3 * dp, df / 5, dp / 5
+    return best, math.sqrt(loss(*best) / len(samples))
+
+
+def test_persistent_cost_is_the_fit_of_the_h100_sweep():
+    """PERSISTENT_COST_US["H100"] is what a log-error fit of the persistent walk's GPU time (the call's,
+    less kkt_solve alone) gives on session 62's sweep, and fits it to ≤ 12 % rms."""
+    import math
+
+    from qla_serve.kernels import hopper
+
+    for bv in (64, 128):
+        samples = []
+        for (heads, _), by_bv in _session62_sweep().items():
+            r = by_bv[bv]
+            if r.get("qla_walk") != "persistent" or r.get("qla_cp_parts"):
+                continue
+            HV = int(heads.split("/")[1])
+            samples.append((r["seqlens"], HV * 128 // bv, 1000 * (r["qla_gpu_ms"] - r["qla_kkt_only_gpu_ms"])))
+        assert len(samples) >= 80
+        const = hopper.PERSISTENT_COST_US["H100"][bv]
+        rms = math.sqrt(sum((math.log(hopper.persistent_estimate_us([(n + 63) // 64 for n in s], per, const, 132))
+                             - math.log(us)) ** 2 for s, per, us in samples) / len(samples))
+        assert rms <= 0.12, (bv, rms)
+        (f, p), fit_rms = _grid_fit(samples)
+        assert f == pytest.approx(const[0], rel=0.05) and p == pytest.approx(const[1], rel=0.05), (bv, f, p)
+        assert rms <= fit_rms + 0.002
+
+
+def test_narrow_for_persistent_on_the_h100_sweep():
+    """On the H100 the plan takes V-block 64 for short items (64×128, 256×1+4096 at every head
+    config), each such row then at its faster measured width, and leaves the rest as before: over the
+    sweep's 96 rows the pick's time against the faster width goes from ×1.031 (geometric mean) to
+    ×1.005. Without a measured GPU (a CPU plan, an H200) the plan is unchanged."""
+    import math
+
+    from qla_serve.kernels import hopper
+
+    logs = {"": [], H100: []}
+    for (heads, mix), by_bv in _session62_sweep().items():
+        HV = int(heads.split("/")[1])
+        seqlens = by_bv[64]["seqlens"]
+        t = {bv: by_bv[bv]["qla_gpu_ms"] for bv in (64, 128)}
+        old = hopper.planned_block_v(seqlens, HV, 128, 132, True)
+        assert hopper.planned_block_v(seqlens, HV, 128, 132, True, "NVIDIA H200") == old
+        new = hopper.planned_block_v(seqlens, HV, 128, 132, True, H100)
+        for gpu, pick in (("", old), (H100, new)):
+            logs[gpu].append(math.log(t[pick] / min(t.values())))
+        if new != old:
+            assert (old, new) == (128, 64) and t[64] <= min(t.values()) * 1.001, (heads, mix, t)
+        if mix in ("64x128", "256x1+4096"):
+            assert new == 64, (heads, mix)
+        if mix in ("16x512", "1024x8", "8192x4", "7000+600+300+200+92"):
+            assert new == old, (heads, mix)
+    mean = {gpu: math.exp(sum(v) / len(v)) for gpu, v in logs.items()}
+    assert len(logs[H100]) == 96 and mean[H100] <= 1.006 and mean[""] >= 1.03, mean
+
+
+def test_narrow_for_persistent_keeps_split_rows_and_forced_forms(monkeypatch):
+    from qla_serve.kernels import hopper
+
+    # CP splits 1×32768 (and 8192×4 at 2/8): the rule leaves those to widen_block_v
+    assert hopper.planned_block_v([32768], 32, 128, 132, True, H100) == hopper.planned_block_v([32768], 32, 128, 132, True)
+    assert hopper.narrow_for_persistent([8192] * 4, 8, 128, 128, 132, H100) == 128
+    assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 64
+    assert hopper.narrow_for_persistent([128] * 64, 32, 128, 64, 132, H100) == 64     # already 64
+    monkeypatch.setenv(hopper.PERSISTENT_ENV, "0")       # the one-CTA-per-item walk: not this model's
+    assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 128
+    monkeypatch.setenv(hopper.PERSISTENT_ENV, "1")
+    assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 64
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")              # CP off: nothing splits, the rule still holds
+    assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 64
+    monkeypatch.delenv(cp.DISABLE_ENV)
+    monkeypatch.setenv(cp.FORCE_ENV, "2")                # a forced split: a CP row, left alone
+    assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 128
+    monkeypatch.setenv(cp.DISABLE_ENV, "0")
+    monkeypatch.delenv(cp.FORCE_ENV)
+    # through the plan: a meta plan has no GPU name, so its choice is the H200-fitted rule's
+    monkeypatch.delenv(hopper.PERSISTENT_ENV)
+    monkeypatch.delenv(cp.DISABLE_ENV)
+    plan = plan_prefill(torch.tensor([128 * i for i in range(65)], dtype=torch.int32), device="meta")
+    assert hopper.plan_hopper(plan, 32, 128)["block_v"] == 128
+    choice = dict(hopper._host_choice(plan.seqlens, 32, 128, 132, False, hopper._choice_env(), H100))
+    assert choice == {"block_v": 64, "persistent": True, "ctas": 132}
+
 def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
     """Rows split at V-block 64 walk faster at 128 with twice the partitions: session 11's sweep (exact
     starts) for ≥ 4 partitions (4/16 1×32768: 0.541 against 0.615 ms), session 19's (tail starts) for

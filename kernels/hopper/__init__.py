@@ -614,6 +614,20 @@ def _plan_sms(plan) -> int:
     return _num_sms(plan.device) if plan.device.type == "cuda" else 132
 
 
+_gpu_names: dict[int, str] = {}
+
+
+def _plan_gpu_name(plan) -> str:
+    """The plan's GPU's name (``torch.cuda.get_device_name``), "" for a CPU or meta plan: the rules
+    keyed by GPU model (:data:`PERSISTENT_COST_US`) then keep their defaults."""
+    if plan.device.type != "cuda":
+        return ""
+    idx = plan.device.index if plan.device.index is not None else torch.cuda.current_device()
+    if idx not in _gpu_names:
+        _gpu_names[idx] = torch.cuda.get_device_name(idx)
+    return _gpu_names[idx]
+
+
 # One walk CTA's time (µs) = fixed + per_chunk × its chunks, RS walk on the H200 (session 7, the
 # walk as of session 6): least-squares fit (log error) of a simulation of the block scheduler's
 # greedy order to every row of bench_serving/results/h200-session7/block-v/ run at both forced
@@ -651,14 +665,65 @@ def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 1
     return 64 if t64 <= t128 else 128
 
 
-def planned_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132,
-                    unit_norm_keys: bool = False) -> int:
-    """The plan's V-block: :func:`choose_block_v`, widened to 128 for rows CP splits at 128 to more
-    effect (:func:`cp.widen_block_v`; ``unit_norm_keys``: the plan's, which allows tail starts)."""
+# The persistent walk's cost per item, fixed + per_chunk × its chunks (µs), by GPU model (a substring
+# of the device name) and V-block. Session 62 (bench_serving/results/h200-session62/bv-sweep/, H100
+# 80GB HBM3): least-squares fit (log error) of persistent_estimate_us to the walk's GPU time (the
+# call's, less kkt_solve alone) on 90 / 87 rows run at each forced width, six head configs, items of 1
+# to 64 chunks; 10 % rms error. A (sequence, head) of c chunks then costs 2 · (3.31 + 1.81 c) at
+# V-block 64 against 8.38 + 2.92 c at 128: 64 ends first below ~2.5 chunks an item, which the
+# one-CTA-per-item model above (fitted on the H200's walk of session 6, where the persistent form did
+# not exist) does not see. On that sweep, V-block 64 took 64×128 ×0.90–0.95 at 16/32–16/64 and
+# 256×1+4096 ×0.87–0.92 at every head config. No H200 has run this comparison on the current walk:
+# it keeps the rule above.
+PERSISTENT_COST_US = {"H100": {64: (3.31, 1.81), 128: (8.38, 2.92)}}
+
+
+def persistent_cost_us(gpu_name: str) -> dict[int, tuple[float, float]] | None:
+    """:data:`PERSISTENT_COST_US`'s constants for this GPU (None: none measured)."""
+    return next((model for key, model in PERSISTENT_COST_US.items() if key in gpu_name), None)
+
+
+def persistent_estimate_us(chunks: Sequence[int], ctas_per_seq: int, cost: tuple[float, float], sms: int) -> float:
+    """The persistent walk's end: its longest item, or all items' cost dealt evenly over the CTAs
+    (one per SM), whichever is longer (its deal alternates direction each round)."""
+    fixed, per_chunk = cost
+    items = len(chunks) * ctas_per_seq
+    spread = ctas_per_seq * (fixed * len(chunks) + per_chunk * sum(chunks)) / max(1, min(items, sms))
+    return max(fixed + per_chunk * max(chunks, default=0), spread)
+
+
+def narrow_for_persistent(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int, sms: int,
+                          gpu_name: str) -> int:
+    """64 where the plan's ``block_v`` is 128, the row is not split by CP at either width, the walk
+    runs persistent at 64, and this GPU's :data:`PERSISTENT_COST_US` has 64 ending first; else
+    ``block_v``. Host data only."""
     from . import cp
 
-    return cp.widen_block_v(seqlens, num_v_heads, head_v_dim, choose_block_v(seqlens, num_v_heads, head_v_dim, sms),
-                            sms, tail=cp.tail_starts_for(unit_norm_keys))
+    cost = persistent_cost_us(gpu_name)
+    if cost is None or block_v != 128 or head_v_dim % 128 or persistent_walk() is False:
+        return block_v
+    chunks = [(n + CHUNK - 1) // CHUNK for n in seqlens]
+    per128 = num_v_heads * (head_v_dim // 128)
+    if (not chunks or not persistent_pays(seqlens, 2 * per128, 64, sms)
+            or cp.split_parts(seqlens, num_v_heads, head_v_dim, 128, sms) is not None
+            or cp.split_parts(seqlens, num_v_heads, head_v_dim, 64, sms) is not None):
+        return block_v
+    t64 = persistent_estimate_us(chunks, 2 * per128, cost[64], sms)
+    t128 = persistent_estimate_us(chunks, per128, cost[128], sms)
+    return 64 if t64 < t128 else block_v
+
+
+def planned_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132,
+                    unit_norm_keys: bool = False, gpu_name: str = "") -> int:
+    """The plan's V-block: :func:`choose_block_v`, widened to 128 for rows CP splits at 128 to more
+    effect (:func:`cp.widen_block_v`; ``unit_norm_keys``: the plan's, which allows tail starts), then
+    narrowed to 64 for short items on GPUs with a measured persistent-walk cost
+    (:func:`narrow_for_persistent`; ``gpu_name``: the device's name, "" for none)."""
+    from . import cp
+
+    block_v = cp.widen_block_v(seqlens, num_v_heads, head_v_dim, choose_block_v(seqlens, num_v_heads, head_v_dim, sms),
+                               sms, tail=cp.tail_starts_for(unit_norm_keys))
+    return narrow_for_persistent(seqlens, num_v_heads, head_v_dim, block_v, sms, gpu_name)
 
 
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
@@ -674,7 +739,8 @@ def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]
         return got
     sms = _plan_sms(plan)
     if got is None:
-        got = dict(_host_choice(plan.seqlens, num_v_heads, head_v_dim, sms, plan.unit_norm_keys, _choice_env()))
+        got = dict(_host_choice(plan.seqlens, num_v_heads, head_v_dim, sms, plan.unit_norm_keys, _choice_env(),
+                                _plan_gpu_name(plan)))
         plan.kernel_data[key] = got
         return got
     # a caller (tests, the benches) set the width, maybe the form
@@ -707,7 +773,7 @@ def _choice_env() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=256)
 def _host_choice(seqlens: tuple[int, ...], num_v_heads: int, head_v_dim: int, sms: int, unit_norm_keys: bool,
-                 env: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+                 env: tuple[str, ...], gpu_name: str = "") -> tuple[tuple[str, Any], ...]:
     """:func:`plan_hopper`'s choice for a batch shape (V-block, walk form, CTA count), a pure function
     of host data and ``env`` (:func:`_choice_env`), kept per batch shape: a serving engine's batches
     repeat their shapes, and the choice costs 20–60 µs of Python on the CPU machine (the V-block's
@@ -719,7 +785,7 @@ def _host_choice(seqlens: tuple[int, ...], num_v_heads: int, head_v_dim: int, sm
             raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
                              f"and divide head_v_dim {head_v_dim}")
     else:
-        block_v = planned_block_v(seqlens, num_v_heads, head_v_dim, sms, unit_norm_keys)
+        block_v = planned_block_v(seqlens, num_v_heads, head_v_dim, sms, unit_norm_keys, gpu_name)
     return _walk_form(seqlens, num_v_heads, head_v_dim, block_v, sms, None)
 
 

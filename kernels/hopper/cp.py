@@ -614,16 +614,29 @@ def plan_cp(plan, num_v_heads: int, head_v_dim: int, block_v: int, sms: int | No
     if key in plan.kernel_data:
         return plan.kernel_data[key]
     got = None
-    if os.environ.get(DISABLE_ENV, "1") != "0" and plan.num_seqs:
+    if plan.num_seqs:
         if sms is None:
             from . import _plan_sms
             sms = _plan_sms(plan)
-        parts = _choose_parts_kept(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params or default_params(),
-                                   force)
-        if any(p > 1 for p in parts):
+        parts = split_parts(plan.seqlens, num_v_heads, head_v_dim, block_v, sms, params, force)
+        if parts is not None:
             got = build_tables(plan.seqlens, parts, plan.device, tail=tail)
     plan.kernel_data[key] = got
     return got
+
+
+def split_parts(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int, block_v: int, sms: int,
+                params: CPParams | None = None, force: int | None = None) -> tuple[int, ...] | None:
+    """P per sequence where CP is on (``QLA_CP``) and splits some sequence at ``block_v``, else None:
+    :func:`plan_cp`'s decision, from host data only (``force``: P for the longest, as there; None
+    reads ``QLA_CP_PARTS``)."""
+    if os.environ.get(DISABLE_ENV, "1") == "0" or not seqlens:
+        return None
+    if force is None:
+        force = _force_from_env()
+    parts = _choose_parts_kept(tuple(seqlens), num_v_heads, head_v_dim, block_v, sms, params or default_params(),
+                               force)
+    return parts if any(p > 1 for p in parts) else None
 
 
 # ----------------------------------------------------------------------------------------------
