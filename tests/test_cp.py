@@ -1004,7 +1004,6 @@ def test_choose_block_v_on_the_measured_rows():
     assert math.exp(sum(logs) / len(logs)) <= 1.02
 
 
-
 H100 = "NVIDIA H100 80GB HBM3"
 
 
@@ -1113,15 +1112,14 @@ def test_narrow_for_persistent_keeps_split_rows_and_forced_forms(monkeypatch):
     monkeypatch.delenv(cp.DISABLE_ENV)
     monkeypatch.setenv(cp.FORCE_ENV, "2")                # a forced split: a CP row, left alone
     assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 128
-    monkeypatch.setenv(cp.DISABLE_ENV, "0")
     monkeypatch.delenv(cp.FORCE_ENV)
-    # through the plan: a meta plan has no GPU name, so its choice is the H200-fitted rule's
     monkeypatch.delenv(hopper.PERSISTENT_ENV)
-    monkeypatch.delenv(cp.DISABLE_ENV)
+    # through the plan: a meta plan has no GPU name, so its choice is the H200-fitted rule's
     plan = plan_prefill(torch.tensor([128 * i for i in range(65)], dtype=torch.int32), device="meta")
     assert hopper.plan_hopper(plan, 32, 128)["block_v"] == 128
     choice = dict(hopper._host_choice(plan.seqlens, 32, 128, 132, False, hopper._choice_env(), H100))
     assert choice == {"block_v": 64, "persistent": True, "ctas": 132}
+
 
 def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():
     """Rows split at V-block 64 walk faster at 128 with twice the partitions: session 11's sweep (exact
