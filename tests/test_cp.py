@@ -1117,8 +1117,17 @@ def test_narrow_for_persistent_keeps_split_rows_and_forced_forms(monkeypatch):
     # through the plan: a meta plan has no GPU name, so its choice is the H200-fitted rule's
     plan = plan_prefill(torch.tensor([128 * i for i in range(65)], dtype=torch.int32), device="meta")
     assert hopper.plan_hopper(plan, 32, 128)["block_v"] == 128
+    assert hopper.call_block_v(hopper.plan_hopper(plan, 32, 128), False) == (128, False)
     choice = dict(hopper._host_choice(plan.seqlens, 32, 128, 132, False, hopper._choice_env(), H100))
-    assert choice == {"block_v": 64, "persistent": True, "ctas": 132}
+    assert choice == {"block_v": 64, "persistent": True, "ctas": 132, "item_block_v": 128}
+    # the call: persistent at 64 where TMA reads the pool; one CTA per item at the width the plan
+    # had before narrowing where it cannot (64 would be ×1.2 slower there)
+    assert hopper.call_block_v(choice, True) == (64, True)
+    assert hopper.call_block_v(choice, False) == (128, False)
+    # a choice the rule did not narrow keeps its width either way
+    wide = dict(hopper._host_choice((16384,) * 2, 32, 128, 132, False, hopper._choice_env(), H100))
+    assert "item_block_v" not in wide
+    assert hopper.call_block_v(wide, False) == (wide["block_v"], False)
 
 
 def test_widen_block_v_takes_128_where_the_split_at_64_is_fine():

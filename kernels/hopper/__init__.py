@@ -777,16 +777,30 @@ def _host_choice(seqlens: tuple[int, ...], num_v_heads: int, head_v_dim: int, sm
     """:func:`plan_hopper`'s choice for a batch shape (V-block, walk form, CTA count), a pure function
     of host data and ``env`` (:func:`_choice_env`), kept per batch shape: a serving engine's batches
     repeat their shapes, and the choice costs 20–60 µs of Python on the CPU machine (the V-block's
-    CP cost models)."""
+    CP cost models). Where :func:`narrow_for_persistent` took 64 for the persistent walk, the choice
+    also holds ``item_block_v``, the width the call walks at when the pool turns out not to be
+    TMA-readable and the walk runs one CTA per item instead (:func:`call_block_v`)."""
     forced = env[0]
     if forced:
         block_v = int(forced)
         if block_v not in KERNEL_BLOCK_V or head_v_dim % block_v:
             raise ValueError(f"{BLOCK_V_ENV}={forced}: the V-block width must be one of {KERNEL_BLOCK_V} "
                              f"and divide head_v_dim {head_v_dim}")
-    else:
-        block_v = planned_block_v(seqlens, num_v_heads, head_v_dim, sms, unit_norm_keys, gpu_name)
-    return _walk_form(seqlens, num_v_heads, head_v_dim, block_v, sms, None)
+        return _walk_form(seqlens, num_v_heads, head_v_dim, block_v, sms, None)
+    wide = planned_block_v(seqlens, num_v_heads, head_v_dim, sms, unit_norm_keys)
+    block_v = narrow_for_persistent(seqlens, num_v_heads, head_v_dim, wide, sms, gpu_name)
+    form = _walk_form(seqlens, num_v_heads, head_v_dim, block_v, sms, None)
+    return form + ((("item_block_v", wide),) if block_v != wide else ())
+
+
+def call_block_v(choice: dict[str, Any], pool_tma: bool) -> tuple[int, bool]:
+    """The V-block and walk form a call runs, from the plan's choice and whether TMA can read the
+    pool (:func:`pool_takes_tma`): the persistent walk needs it; without it the walk runs one CTA
+    per item, at ``item_block_v`` where the choice narrowed the width for the persistent form only
+    (at 64×128 one CTA per item is ×1.2 slower at 64 than at 128: session 62)."""
+    if choice["persistent"] and not pool_tma:
+        return int(choice.get("item_block_v", choice["block_v"])), False
+    return int(choice["block_v"]), bool(choice["persistent"])
 
 
 HOST_CACHES.append(_host_choice)
@@ -928,7 +942,7 @@ def gdn_prefill_hopper(
     if N == 0:
         return
     choice = plan_hopper(plan, HV, Vd)
-    persistent = choice["persistent"] and pool_takes_tma(state_pool)
+    block_v, persistent = call_block_v(choice, pool_takes_tma(state_pool))
     out_user = None
     if T_ == 1:
         # A 1-token batch: its token strides are arbitrary; use compact copies (no sync). g and beta
@@ -945,13 +959,13 @@ def gdn_prefill_hopper(
     if kkt_heads is None:
         kkt_heads = kkt_heads_per_cta(plan.num_chunks, H, HV, _plan_sms(plan))
         plan.kernel_data[("hopper-kkt", H, HV)] = kkt_heads
-    key = None if form is None else (form, min(T_, 2), choice["block_v"], persistent, l2norm_in_pass(), kkt_heads)
+    key = None if form is None else (form, min(T_, 2), block_v, persistent, l2norm_in_pass(), kkt_heads)
     kernels = _form_kernels.get(key) if key is not None else None
     if kernels is None:
         spec = None if gates is None else gating_spec(HV, gates.a, gates.b, gates.A_log, gates.dt_bias,
                                                       gates.softplus_threshold)
         kernels = _kernels_for(q, k, v, g, beta, out, state_pool, state_layout, use_qk_l2norm,
-                               has_initial_state is not None, choice["block_v"], scale, persistent, spec,
+                               has_initial_state is not None, block_v, scale, persistent, spec,
                                kkt_heads)
         if key is not None and len(_form_kernels) < 4096:
             _form_kernels[key] = kernels
@@ -996,7 +1010,7 @@ def gdn_prefill_hopper(
     cp_tables = None
     if T_ > 1 and "fwd" not in _skip:
         from . import cp
-        cp_tables = cp.plan_cp(plan, HV, Vd, choice["block_v"],
+        cp_tables = cp.plan_cp(plan, HV, Vd, block_v,
                                tail=cp.tail_starts_for(plan.unit_norm_keys or use_qk_l2norm))
     if cp_tables is not None:
         cp.run_cp_hopper(cp_tables, var, q=q, k=k, v=v, gcum=gcum, a=a, state_pool=state_pool, idx=idx,
