@@ -1007,6 +1007,14 @@ def test_choose_block_v_on_the_measured_rows():
 H100 = "NVIDIA H100 80GB HBM3"
 
 
+def _plan_width(seqlens, HV, gpu_name=""):
+    """The plan's V-block on a GPU of this name (unit-norm keys, 132 SMs), as _host_choice composes it."""
+    from qla_serve.kernels import hopper
+
+    return hopper.narrow_for_persistent(seqlens, HV, 128, hopper.planned_block_v(seqlens, HV, 128, 132, True),
+                                        132, gpu_name)
+
+
 def _session62_sweep():
     """Session 62's H100 runs at both forced V-blocks, persistent walk (bench_serving/results/
     h200-session62/bv-sweep/): {(heads, mix): {64: row, 128: row}}, 96 rows."""
@@ -1080,9 +1088,10 @@ def test_narrow_for_persistent_on_the_h100_sweep():
         HV = int(heads.split("/")[1])
         seqlens = by_bv[64]["seqlens"]
         t = {bv: by_bv[bv]["qla_gpu_ms"] for bv in (64, 128)}
-        old = hopper.planned_block_v(seqlens, HV, 128, 132, True)
-        assert hopper.planned_block_v(seqlens, HV, 128, 132, True, "NVIDIA H200") == old
-        new = hopper.planned_block_v(seqlens, HV, 128, 132, True, H100)
+        old = _plan_width(seqlens, HV)
+        assert old == hopper.planned_block_v(seqlens, HV, 128, 132, True)
+        assert _plan_width(seqlens, HV, "NVIDIA H200") == old
+        new = _plan_width(seqlens, HV, H100)
         for gpu, pick in (("", old), (H100, new)):
             logs[gpu].append(math.log(t[pick] / min(t.values())))
         if new != old:
@@ -1099,7 +1108,7 @@ def test_narrow_for_persistent_keeps_split_rows_and_forced_forms(monkeypatch):
     from qla_serve.kernels import hopper
 
     # CP splits 1×32768 (and 8192×4 at 2/8): the rule leaves those to widen_block_v
-    assert hopper.planned_block_v([32768], 32, 128, 132, True, H100) == hopper.planned_block_v([32768], 32, 128, 132, True)
+    assert _plan_width([32768], 32, H100) == hopper.planned_block_v([32768], 32, 128, 132, True)
     assert hopper.narrow_for_persistent([8192] * 4, 8, 128, 128, 132, H100) == 128
     assert hopper.narrow_for_persistent([128] * 64, 32, 128, 128, 132, H100) == 64
     assert hopper.narrow_for_persistent([128] * 64, 32, 128, 64, 132, H100) == 64     # already 64

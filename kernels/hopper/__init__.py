@@ -598,14 +598,19 @@ def warmup(variants: Iterable[Variant], log=print, processes: int | None = None)
 # Host plan
 
 
-_sm_count: dict[int, int] = {}
+_device_props: dict[int, Any] = {}
+
+
+def _props(device: torch.device):
+    """``torch.cuda.get_device_properties`` of a CUDA device, kept per device index."""
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _device_props:
+        _device_props[idx] = torch.cuda.get_device_properties(idx)
+    return _device_props[idx]
 
 
 def _num_sms(device: torch.device) -> int:
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx not in _sm_count:
-        _sm_count[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
-    return _sm_count[idx]
+    return _props(device).multi_processor_count
 
 
 def _plan_sms(plan) -> int:
@@ -614,18 +619,10 @@ def _plan_sms(plan) -> int:
     return _num_sms(plan.device) if plan.device.type == "cuda" else 132
 
 
-_gpu_names: dict[int, str] = {}
-
-
 def _plan_gpu_name(plan) -> str:
-    """The plan's GPU's name (``torch.cuda.get_device_name``), "" for a CPU or meta plan: the rules
-    keyed by GPU model (:data:`PERSISTENT_COST_US`) then keep their defaults."""
-    if plan.device.type != "cuda":
-        return ""
-    idx = plan.device.index if plan.device.index is not None else torch.cuda.current_device()
-    if idx not in _gpu_names:
-        _gpu_names[idx] = torch.cuda.get_device_name(idx)
-    return _gpu_names[idx]
+    """The plan's GPU's name, "" for a CPU or meta plan: the rules keyed by GPU model
+    (:data:`PERSISTENT_COST_US`) then keep their defaults."""
+    return _props(plan.device).name if plan.device.type == "cuda" else ""
 
 
 # One walk CTA's time (µs) = fixed + per_chunk × its chunks, RS walk on the H200 (session 7, the
@@ -714,24 +711,23 @@ def narrow_for_persistent(seqlens: Sequence[int], num_v_heads: int, head_v_dim: 
 
 
 def planned_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 128, sms: int = 132,
-                    unit_norm_keys: bool = False, gpu_name: str = "") -> int:
-    """The plan's V-block: :func:`choose_block_v`, widened to 128 for rows CP splits at 128 to more
-    effect (:func:`cp.widen_block_v`; ``unit_norm_keys``: the plan's, which allows tail starts), then
-    narrowed to 64 for short items on GPUs with a measured persistent-walk cost
-    (:func:`narrow_for_persistent`; ``gpu_name``: the device's name, "" for none)."""
+                    unit_norm_keys: bool = False) -> int:
+    """The plan's V-block on any GPU: :func:`choose_block_v`, widened to 128 for rows CP splits at 128
+    to more effect (:func:`cp.widen_block_v`; ``unit_norm_keys``: the plan's, which allows tail
+    starts). The plan then narrows it on GPUs with a measured persistent-walk cost
+    (:func:`narrow_for_persistent`, in :func:`_host_choice`)."""
     from . import cp
 
-    block_v = cp.widen_block_v(seqlens, num_v_heads, head_v_dim, choose_block_v(seqlens, num_v_heads, head_v_dim, sms),
-                               sms, tail=cp.tail_starts_for(unit_norm_keys))
-    return narrow_for_persistent(seqlens, num_v_heads, head_v_dim, block_v, sms, gpu_name)
+    return cp.widen_block_v(seqlens, num_v_heads, head_v_dim, choose_block_v(seqlens, num_v_heads, head_v_dim, sms),
+                            sms, tail=cp.tail_starts_for(unit_norm_keys))
 
 
 def plan_hopper(plan, num_v_heads: int, head_v_dim: int = 128) -> dict[str, int]:
     """Host-only variant choice for a batch, stored in ``plan.kernel_data`` (keyed by HV and V).
 
-    V-block width: :func:`planned_block_v`. ``QLA_BLOCK_V`` forces a width (A/B runs). The walk's
-    form (:func:`persistent_walk`) and, for the persistent one, its CTA count. Reads only host
-    fields of the plan.
+    V-block width: :func:`planned_block_v`, then :func:`narrow_for_persistent` for the plan's GPU.
+    ``QLA_BLOCK_V`` forces a width (A/B runs). The walk's form (:func:`persistent_walk`) and, for the
+    persistent one, its CTA count. Reads only host fields of the plan.
     """
     key = ("hopper", num_v_heads, head_v_dim)
     got = plan.kernel_data.get(key)

@@ -18,6 +18,6 @@ src = sass_count.kernel_source(a)
 with tempfile.TemporaryDirectory() as tmp:
     cubin, done = sass_count.nvcc_cubin(src, tmp, "-w", "-Xptxas", "-v")
     regs = [l.strip() for l in done.stderr.splitlines() if "registers" in l or "spill" in l]
-    sass = subprocess.run([os.environ["NVDISASM"], "-c", cubin], check=True, capture_output=True, text=True).stdout
+    sass = subprocess.run([sass_count.find_nvdisasm(), "-c", cubin], check=True, capture_output=True, text=True).stdout
 c = collections.Counter(m.group(1) for m in re.finditer(r"\b(STG\.[A-Z0-9.]+)", sass))
 print(label, pool, a.block_v, dict(c), regs[-2:], "C7512" in done.stderr)
