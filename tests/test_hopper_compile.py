@@ -65,6 +65,11 @@ def test_variant_compiles_for_sm90a(var):
     assert "wgmma" in fwd.get_kernel_source(), "fused_fwd should use Hopper wgmma"
     assert "wgmma" in hopper.fwd_kernel(var, persistent=False).get_kernel_source()   # the other walk form
     assert "wgmma" in kkt.get_kernel_source()
+    # The persistent walk stores a "vk" pool's final state in pairs (session 63: its scalar stores
+    # were the consumers' largest stall); the one-CTA-per-item walk, whose pool may be unaligned, never.
+    pairs = "qla_store_state_pairs_%s((" % ("f32" if var.pool_dtype == "float32" else "bf16")
+    assert (pairs in fwd.get_kernel_source()) == (run.state_layout == "vk")
+    assert pairs not in hopper.fwd_kernel(var, persistent=False).get_kernel_source()
     for heads in hopper.kkt_split_forms(run.num_k_heads, run.num_v_heads)[1:]:    # the plan's split forms
         split = hopper.kkt_kernel_for(run, heads)
         assert split is not kkt and "wgmma" in split.get_kernel_source()

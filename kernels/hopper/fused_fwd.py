@@ -80,7 +80,10 @@ Phase 0 starts from ``pool[slot]`` (or zero when ``has_initial_state[n]`` is 0: 
 writes the final state back to ``pool[slot]`` in the pool's dtype, any ``stride(0)``, layout "vk"
 (pool [slots, HV, V, K]: X is a pool row block) or "kv" (pool [slots, HV, K, V]: loaded and stored
 transposed, once per sequence, with plain strided accesses). fp32 rows enter X through an exact ×1
-(``__fmul_rn``), the previous walk's fix for a ptxas spill.
+(``__fmul_rn``), the previous walk's fix for a ptxas spill. The persistent form stores a "vk" pool's
+final state two elements a store (``STATE_HELPERS``: its pool is 16-byte aligned); TileLang's own copy
+stores one at a time. Measured on an H100 (session 63, ``results/h200-session63``): GPU time
+×0.77–0.93 at 256×1+4096, ×0.82–0.92 at 64×128, ×0.87–0.95 at 16×512, ×0.98–1.00 at 8192×4.
 
 Work items: (V block, value head, sequence), one chunk walk each. Phases 1 and 3 launch one CTA per
 item, grid (V / BV, HV, sequences). Phase 0 has a second, *persistent* form (the host plan picks it:
@@ -144,6 +147,42 @@ __device__ __forceinline__ void qla_stmatrix_x4_trans(void* smem, const void* re
   unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
   asm volatile("stmatrix.sync.aligned.x4.trans.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n"
                :: "r"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+"""
+# The final state from a consumer's X fragment [64, K = 128] (fp32, wgmma accumulator layout) into
+# its 64 pool rows ("vk": each row K contiguous elements), one 8-byte float pair (or 4-byte bf16 pair)
+# a store: the fragment's local element 4·kk + 2·h + p is X[16·wp + 8·h + t/4, 8·kk + 2·(t%4) + p]
+# (see matrices_trans), so each thread's pairs are column-adjacent. TileLang's own copy stores one
+# element at a time, since it cannot prove a runtime slot stride keeps pairs aligned (session 62's
+# ncu, 16/32 64×128: 64 STG.E a thread, the consumers' largest stall, lg_throttle). Used where the
+# pool is 16-byte aligned in base and slot stride (the persistent walk: hopper.pool_takes_tma).
+STATE_HELPERS = r"""
+__device__ __forceinline__ void qla_store_state_pairs_f32(void* row0, const void* frag) {
+  const float* x = reinterpret_cast<const float*>(frag);
+  const int lane = threadIdx.x % 32, wp = threadIdx.x / 32 % 4;
+  float* base = reinterpret_cast<float*>(row0) + (16 * wp + lane / 4) * 128 + 2 * (lane % 4);
+  #pragma unroll
+  for (int kk = 0; kk < 16; ++kk) {
+    #pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<float2*>(base + 8 * h * 128 + 8 * kk) = make_float2(x[4 * kk + 2 * h], x[4 * kk + 2 * h + 1]);
+  }
+}
+// bf16 pools: both values rounded to nearest even by one cvt.rn.bf16x2.f32, the instruction that
+// TileLang's per-element cast (CUTLASS's bfloat16_t on sm_90) runs once per value; lower half = lower address.
+__device__ __forceinline__ void qla_store_state_pairs_bf16(void* row0, const void* frag) {
+  const float* x = reinterpret_cast<const float*>(frag);
+  const int lane = threadIdx.x % 32, wp = threadIdx.x / 32 % 4;
+  unsigned short* base = reinterpret_cast<unsigned short*>(row0) + (16 * wp + lane / 4) * 128 + 2 * (lane % 4);
+  #pragma unroll
+  for (int kk = 0; kk < 16; ++kk) {
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      unsigned int packed;
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(x[4 * kk + 2 * h + 1]), "f"(x[4 * kk + 2 * h]));
+      *reinterpret_cast<unsigned int*>(base + 8 * h * 128 + 8 * kk) = packed;
+    }
+  }
 }
 """
 BAR_P = 2                # named barrier id (0 is __syncthreads) for WG_P's 128 threads
@@ -399,7 +438,11 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
                     T.fence_proxy_async()       # the store warp may read o_s with TMA
                     T.barrier_arrive(o_ready)
             if do_store != 0:
-                store_x(dst, dst_row, bh, v0w, X)
+                if x_s is not None and vk and K == 128 and dst.dtype in ("float32", "bfloat16"):
+                    T.call_extern("handle", "qla_store_state_pairs_" + ("f32" if dst.dtype == "float32" else "bf16"),
+                                  T.access_ptr(dst[dst_row, bh, v0w, 0], "w", extent=R * K), X.data)
+                else:
+                    store_x(dst, dst_row, bh, v0w, X)
             cnt[0] = cnt[0] + nloop
 
     @T.macro
@@ -412,7 +455,7 @@ def build_fused_fwd(H: int, HV: int, K: int, V: int, block_v: int, in_dtype: str
         start state (x_s, TMA, in the pool's dtype and layout) in shared as soon as the consumers
         have taken the previous item's, so at an item boundary the consumers wait neither for the
         table reads nor for the pool (xs_ready / xs_free, once per item)."""
-        T.import_source(MATRIX_HELPERS)
+        T.import_source(MATRIX_HELPERS + (STATE_HELPERS if prefetch_state else ""))
         B = ABETA_PANEL
         assert C == 4 * B       # Aβ's four panel loads below
         kq_s = T.alloc_shared((2, 2 * C, K), in_dtype)    # rows 0..C-1: K, rows C..2C-1: Q
