@@ -1015,13 +1015,14 @@ def _plan_width(seqlens, HV, gpu_name=""):
                                         132, gpu_name)
 
 
-def _session62_sweep():
-    """Session 62's H100 runs at both forced V-blocks, persistent walk (bench_serving/results/
-    h200-session62/bv-sweep/): {(heads, mix): {64: row, 128: row}}, 96 rows."""
+def _bv_sweep(session):
+    """A session's H100 runs at both forced V-blocks, persistent walk (bench_serving/results/
+    SESSION/bv-sweep/: session 62's, and session 63's of the same rows on the paired state store):
+    {(heads, mix): {64: row, 128: row}}, 96 rows."""
     import json
     import pathlib
 
-    d = pathlib.Path(__file__).resolve().parents[1] / "bench_serving/results/h200-session62/bv-sweep"
+    d = pathlib.Path(__file__).resolve().parents[1] / f"bench_serving/results/{session}/bv-sweep"
     rows: dict = {}
     for kind in ("ad-hoc", "named"):
         for bv in (64, 128):
@@ -1049,6 +1050,29 @@ def _grid_fit(samples, f_hi=15.0, p_hi=5.0):
     return best, math.sqrt(loss(*best) / len(samples))
 
 
+def _persistent_samples(sweep, bv):
+    """(seqlens, CTAs per sequence, the walk's µs: the call's GPU time less kkt_solve alone) of a
+    sweep's persistent, unsplit rows at V-block ``bv``."""
+    samples = []
+    for (heads, _), by_bv in sweep.items():
+        r = by_bv[bv]
+        if r.get("qla_walk") != "persistent" or r.get("qla_cp_parts"):
+            continue
+        HV = int(heads.split("/")[1])
+        samples.append((r["seqlens"], HV * 128 // bv, 1000 * (r["qla_gpu_ms"] - r["qla_kkt_only_gpu_ms"])))
+    assert len(samples) >= 80
+    return samples
+
+
+def _pick_cost(sweep, gpu_name):
+    """Geometric mean, over a sweep's rows, of the plan's pick's GPU time against the faster width."""
+    import math
+
+    logs = [math.log(by_bv[_plan_width(by_bv[64]["seqlens"], int(heads.split("/")[1]), gpu_name)]["qla_gpu_ms"]
+                     / min(by_bv[bv]["qla_gpu_ms"] for bv in (64, 128))) for (heads, _), by_bv in sweep.items()]
+    return math.exp(sum(logs) / len(logs))
+
+
 def test_persistent_cost_is_the_fit_of_the_h100_sweep():
     """PERSISTENT_COST_US["H100"] is what a log-error fit of the persistent walk's GPU time (the call's,
     less kkt_solve alone) gives on session 62's sweep, and fits it to ≤ 12 % rms."""
@@ -1057,14 +1081,7 @@ def test_persistent_cost_is_the_fit_of_the_h100_sweep():
     from qla_serve.kernels import hopper
 
     for bv in (64, 128):
-        samples = []
-        for (heads, _), by_bv in _session62_sweep().items():
-            r = by_bv[bv]
-            if r.get("qla_walk") != "persistent" or r.get("qla_cp_parts"):
-                continue
-            HV = int(heads.split("/")[1])
-            samples.append((r["seqlens"], HV * 128 // bv, 1000 * (r["qla_gpu_ms"] - r["qla_kkt_only_gpu_ms"])))
-        assert len(samples) >= 80
+        samples = _persistent_samples(_bv_sweep("h200-session62"), bv)
         const = hopper.PERSISTENT_COST_US["H100"][bv]
         rms = math.sqrt(sum((math.log(hopper.persistent_estimate_us([(n + 63) // 64 for n in s], per, const, 132))
                              - math.log(us)) ** 2 for s, per, us in samples) / len(samples))
@@ -1084,7 +1101,7 @@ def test_narrow_for_persistent_on_the_h100_sweep():
     from qla_serve.kernels import hopper
 
     logs = {"": [], H100: []}
-    for (heads, mix), by_bv in _session62_sweep().items():
+    for (heads, mix), by_bv in _bv_sweep("h200-session62").items():
         HV = int(heads.split("/")[1])
         seqlens = by_bv[64]["seqlens"]
         t = {bv: by_bv[bv]["qla_gpu_ms"] for bv in (64, 128)}
@@ -1102,6 +1119,26 @@ def test_narrow_for_persistent_on_the_h100_sweep():
             assert new == old, (heads, mix)
     mean = {gpu: math.exp(sum(v) / len(v)) for gpu, v in logs.items()}
     assert len(logs[H100]) == 96 and mean[H100] <= 1.006 and mean[""] >= 1.03, mean
+
+
+def test_narrow_for_persistent_on_the_paired_store_sweep(monkeypatch):
+    """Session 63 paired the persistent walk's final-state store and ran session 62's sweep again
+    (h200-session63/bv-sweep/). The H100 constants still pick within ×1.005 of the faster width there
+    (geometric mean over the 96 rows; ×1.015 or more without the narrowing), no row they narrow is
+    more than 3 % slower at 64, and a refit on this sweep picks worse: why the constants stay."""
+    from qla_serve.kernels import hopper
+
+    sweep = _bv_sweep("h200-session63")
+    assert len(sweep) == 96
+    kept = _pick_cost(sweep, H100)
+    assert kept <= 1.005 and _pick_cost(sweep, "") >= 1.015, kept
+    for (heads, mix), by_bv in sweep.items():
+        HV = int(heads.split("/")[1])
+        if _plan_width(by_bv[64]["seqlens"], HV, H100) != _plan_width(by_bv[64]["seqlens"], HV):
+            assert by_bv[64]["qla_gpu_ms"] <= 1.03 * by_bv[128]["qla_gpu_ms"], (heads, mix)
+    refit = {bv: _grid_fit(_persistent_samples(sweep, bv))[0] for bv in (64, 128)}
+    monkeypatch.setitem(hopper.PERSISTENT_COST_US, "H100", refit)
+    assert _pick_cost(sweep, H100) > kept + 0.002, refit
 
 
 def test_narrow_for_persistent_keeps_split_rows_and_forced_forms(monkeypatch):

@@ -670,8 +670,12 @@ def choose_block_v(seqlens: Sequence[int], num_v_heads: int, head_v_dim: int = 1
 # V-block 64 against 8.38 + 2.92 c at 128: 64 ends first below ~2.5 chunks an item, which the
 # one-CTA-per-item model above (fitted on the H200's walk of session 6, where the persistent form did
 # not exist) does not see. On that sweep, V-block 64 took 64×128 ×0.90–0.95 at 16/32–16/64 and
-# 256×1+4096 ×0.87–0.92 at every head config. No H200 has run this comparison on the current walk:
-# it keeps the rule above.
+# 256×1+4096 ×0.87–0.92 at every head config. Session 63 made the final-state store paired (both
+# widths faster on short items) and ran the sweep again (h200-session63/bv-sweep/): these constants
+# pick within ×1.004 of the faster width there (geometric mean over its 96 rows; ×1.018 without the
+# narrowing). Its own refit (64: 2.55 + 1.73 c, 128: 6.24 + 2.71 c) picks worse (×1.008: it stops
+# narrowing 64×128, where 64 is still ×0.93–0.96 at 16/32–16/64), so the constants stay. No H200 has
+# run this comparison on the current walk: it keeps the rule above.
 PERSISTENT_COST_US = {"H100": {64: (3.31, 1.81), 128: (8.38, 2.92)}}
 
 
