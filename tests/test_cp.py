@@ -1096,12 +1096,10 @@ def test_narrow_for_persistent_on_the_h100_sweep():
     config), each such row then at its faster measured width, and leaves the rest as before: over the
     sweep's 96 rows the pick's time against the faster width goes from ×1.031 (geometric mean) to
     ×1.005. Without a measured GPU (a CPU plan, an H200) the plan is unchanged."""
-    import math
-
     from qla_serve.kernels import hopper
 
-    logs = {"": [], H100: []}
-    for (heads, mix), by_bv in _bv_sweep("h200-session62").items():
+    sweep = _bv_sweep("h200-session62")
+    for (heads, mix), by_bv in sweep.items():
         HV = int(heads.split("/")[1])
         seqlens = by_bv[64]["seqlens"]
         t = {bv: by_bv[bv]["qla_gpu_ms"] for bv in (64, 128)}
@@ -1109,16 +1107,14 @@ def test_narrow_for_persistent_on_the_h100_sweep():
         assert old == hopper.planned_block_v(seqlens, HV, 128, 132, True)
         assert _plan_width(seqlens, HV, "NVIDIA H200") == old
         new = _plan_width(seqlens, HV, H100)
-        for gpu, pick in (("", old), (H100, new)):
-            logs[gpu].append(math.log(t[pick] / min(t.values())))
         if new != old:
             assert (old, new) == (128, 64) and t[64] <= min(t.values()) * 1.001, (heads, mix, t)
         if mix in ("64x128", "256x1+4096"):
             assert new == 64, (heads, mix)
         if mix in ("16x512", "1024x8", "8192x4", "7000+600+300+200+92"):
             assert new == old, (heads, mix)
-    mean = {gpu: math.exp(sum(v) / len(v)) for gpu, v in logs.items()}
-    assert len(logs[H100]) == 96 and mean[H100] <= 1.006 and mean[""] >= 1.03, mean
+    mean = {gpu: _pick_cost(sweep, gpu) for gpu in ("", H100)}
+    assert len(sweep) == 96 and mean[H100] <= 1.006 and mean[""] >= 1.03, mean
 
 
 def test_narrow_for_persistent_on_the_paired_store_sweep(monkeypatch):
