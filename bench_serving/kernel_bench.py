@@ -163,10 +163,9 @@ if _BENCH_POOL not in _POOL_DTYPES:
 BENCH_POOL_DTYPE = _POOL_DTYPES[_BENCH_POOL]
 
 
-def make_inputs(seqlens, H, HV, seed=0):
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+def make_inputs(seqlens, H, HV, seed=0, dev="cuda"):
+    gen = torch.Generator(device=dev).manual_seed(seed)
     T, N = sum(seqlens), len(seqlens)
-    dev = "cuda"
     q = torch.nn.functional.normalize(torch.randn(T, H, K, device=dev, generator=gen), dim=-1).bfloat16()
     k = torch.nn.functional.normalize(torch.randn(T, H, K, device=dev, generator=gen), dim=-1).bfloat16()
     v = torch.randn(T, HV, V, device=dev, generator=gen).bfloat16()
