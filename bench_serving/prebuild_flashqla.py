@@ -1,20 +1,22 @@
 """Build FlashQLA 0.1.3's forward kernels into TileLang's disk cache on a machine without a GPU.
 
-FlashQLA compiles each (heads, V-block, CP) variant on its first call: 15-23 kernels, 70-90 s of a
-device call per head config (sessions 41, 57, 61), every lease. This runs the bench's own FlashQLA
-calls (:func:`kernel_bench.flashqla_fns`, both the kernel and the serving form, on the bench's inputs)
-on CPU tensors with every TileLang launch made a no-op, so each variant compiles for sm_90a
-(``TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100``, as the device calls set it) under the cache key the
-device computes. The CUDA queries FlashQLA makes on import and while planning answer as an sm_90 part
-with 132 SMs (H100 SXM and H200 both): its CP and V-block choices come from that count and the
+FlashQLA compiles each (heads, V-block, CP) variant on its first call: 7-9 kernels for a head
+config's twelve bench mixes, 70-90 s of a device call (sessions 41, 57, 61), every lease. This runs
+the bench's own FlashQLA calls (:func:`kernel_bench.flashqla_fns`, both the kernel and the serving
+form, on the bench's inputs) on CPU tensors with every TileLang launch made a no-op, so each variant
+compiles for sm_90a (``TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100``, as the device calls set it)
+under the cache key the device computes. The CUDA queries FlashQLA makes on import and while
+planning answer as an sm_90 part with 132 SMs (H100 SXM and H200 both): its CP and V-block choices come from that count and the
 lengths, never from the data. Needs FlashQLA importable (``.gpu/site.tar.xz``'s ``site/flash_qla``
 on ``PYTHONPATH``) and the TileLang of ``bash .ci/setup-tilelang.sh``.
 
-    TILELANG_CACHE_DIR=/tmp/fqcache PYTHONPATH=/tmp/site .venv/bin/python \\
+    mkdir -p /tmp/fq && tar -xJf .gpu/site.tar.xz -C /tmp/fq site/flash_qla
+    TILELANG_CACHE_DIR=/tmp/fqcache PYTHONPATH=/tmp/fq/site .venv/bin/python \\
         bench_serving/prebuild_flashqla.py [--heads 16/32,2/8] [--mixes 1x32768,64x128]
     tar -C /tmp/fqcache -cJf .gpu-p/tlcfq013.tar.xz 0.1.15/linux-x86_64/kernels
 
-On 2 cores: 9 kernels and ~2 min a head config, 45 kernels (660 KB packed) for all six.
+On 2 cores: ~2 min a head config; all six, two processes of three heads: 45 kernels (660 KB
+packed) in ~8 min.
 """
 from __future__ import annotations
 
