@@ -6,9 +6,10 @@ the bench's own FlashQLA calls (:func:`kernel_bench.flashqla_fns`, both the kern
 form, on the bench's inputs) on CPU tensors with every TileLang launch made a no-op, so each variant
 compiles for sm_90a (``TILELANG_DEFAULT_TARGET=nvidia/nvidia-h100``, as the device calls set it)
 under the cache key the device computes. The CUDA queries FlashQLA makes on import and while
-planning answer as an sm_90 part with 132 SMs (H100 SXM and H200 both): its CP and V-block choices come from that count and the
-lengths, never from the data. Needs FlashQLA importable (``.gpu/site.tar.xz``'s ``site/flash_qla``
-on ``PYTHONPATH``) and the TileLang of ``bash .ci/setup-tilelang.sh``.
+planning answer as an sm_90 part with 132 SMs (H100 SXM and H200 both): its CP and V-block choices
+come from that count and the lengths, never from the data. Needs FlashQLA importable
+(``.gpu/site.tar.xz``'s ``site/flash_qla`` on ``PYTHONPATH``) and the TileLang of ``bash
+.ci/setup-tilelang.sh``.
 
     mkdir -p /tmp/fq && tar -xJf .gpu/site.tar.xz -C /tmp/fq site/flash_qla
     TILELANG_CACHE_DIR=/tmp/fqcache PYTHONPATH=/tmp/fq/site .venv/bin/python \\
