@@ -5,9 +5,9 @@ from the committed results (no GPU). Prints markdown; ``--out FILE`` writes it t
 
 Issue 4 asks for 16/32 1×32768 within 1.5× of the ~0.22-ms roofline floor: ≤ 0.33 ms on the H200.
 That row is 16384 (chunk, value head) steps of one serial recurrence. 16/32 8192×4 is the same 16384
-steps as 128 independent walks (one wave, no context parallelism), so a design's SM-time on it is
-the least SM-time it needs for those steps; spread over all 132 SMs, that is a floor for 1×32768
-before any CP work. SM-time counts the SMs a kernel's grid occupies: QLA's kkt_solve fills all of
+steps as 128 independent walks (one full wave, no context parallelism): a design's SM-time there is
+what it spends on those steps in its most efficient measured form, and spread over all 132 SMs it
+is that design's floor for 1×32768 before any CP work. SM-time counts the SMs a kernel's grid occupies: QLA's kkt_solve fills all of
 them (4 CTAs an SM) and its walk 128 (one CTA per walk); FlashInfer's fused kernel 128 (one CTA per
 sequence and head); FlashQLA is counted as filling all 132, which makes its floor its own time.
 
