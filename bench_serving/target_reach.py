@@ -24,7 +24,7 @@ SMS = 132
 ISSUE4_TARGET_MS = 1.5 * 0.22
 STEPS_16_32_32K = 32768 // 64 * 32          # chunks × value heads
 # (label, QLA/FlashQLA table, FlashInfer run) per GPU model; every path under results/
-H200 = ("H200", ["h200-session43/c-table-16-32-2-8/kernels.json", "h200-session43/d-table-other-heads/kernels.json"],
+H200 = ("H200", ["h200-session65/call1-table/table/kernels.json"],
         ["h200-session8/kernels/kernels.json", "h200-session3/kernels/kernels.json"])
 H100 = ("H100", ["h200-session64/h100-assembled/kernels.json"],
         ["h200-session56/call2-fi-16-32-2-8/table/kernels.json",

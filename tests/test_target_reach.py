@@ -30,4 +30,4 @@ def test_issue3_b_rows_beyond_every_kernel():
     h100 = "\n".join(target_reach.issue3(target_reach.H100))
     assert "11 rows under 3× of the 72 with both serving times; on 9 of them" in h100
     h200 = "\n".join(target_reach.issue3(target_reach.H200))
-    assert "4 rows under 3× of the 43 with both serving times; on 1 of them" in h200
+    assert "10 rows under 3× of the 72 with both serving times; on 9 of them" in h200
