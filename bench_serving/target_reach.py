@@ -7,9 +7,10 @@ Issue 4 asks for 16/32 1×32768 within 1.5× of the ~0.22-ms roofline floor: ≤
 That row is 16384 (chunk, value head) steps of one serial recurrence. 16/32 8192×4 is the same 16384
 steps as 128 independent walks (one full wave, no context parallelism): a design's SM-time there is
 what it spends on those steps in its most efficient measured form, and spread over all 132 SMs it
-is that design's floor for 1×32768 before any CP work. SM-time counts the SMs a kernel's grid occupies: QLA's kkt_solve fills all of
-them (4 CTAs an SM) and its walk 128 (one CTA per walk); FlashInfer's fused kernel 128 (one CTA per
-sequence and head); FlashQLA is counted as filling all 132, which makes its floor its own time.
+is that design's floor for 1×32768 before any CP work. SM-time counts the SMs a kernel's grid
+occupies: QLA's kkt_solve fills all of them (4 CTAs an SM) and its walk 128 (one CTA per walk);
+FlashInfer's fused kernel 128 (one CTA per sequence and head); FlashQLA is counted as filling all
+132, which makes its floor its own time.
 
 Issue 3's (b) asks QLA's serving path to be ≥ 3× faster than FlashQLA's on every row: QLA serving
 ≤ FlashQLA serving / 3. For each row that misses, the table sets that against the GPU time of the
@@ -37,7 +38,7 @@ def load_rows(paths) -> dict:
     for p in paths:
         run = json.load(open(os.path.join(RESULTS, p)))
         for r in run["rows"]:
-            rows.setdefault((r["heads"], tuple(r["seqlens"])), dict(r, file=p, gpu=run["gpu"]))
+            rows.setdefault((r["heads"], tuple(r["seqlens"])), dict(r, file=p))
     return rows
 
 
@@ -106,8 +107,9 @@ def issue3(gpu) -> list[str]:
         out.append(f"| {r['heads']} | {seq} | {r['flashqla_serving_ms'] / r['qla_serving_ms']:.2f} | {need:.3f} | "
                    f"{r['qla_serving_ms']:.3f} | {_f(kernels['QLA'])} | {_f(kernels['FlashQLA'])} | "
                    f"{_f(kernels['FlashInfer'])} | {best / need:.2f} | {r['file']} |")
-    out += ["", f"{len(misses)} rows under 3× of the {len(both)} with both serving times; on {beyond} of them no kernel measured on the "
-                f"{label} (QLA, FlashQLA, FlashInfer) runs within (b)'s budget even on GPU time alone."]
+    out += ["", f"{len(misses)} rows under 3× of the {len(both)} with both serving times; on {beyond} of them "
+                f"no kernel measured on the {label} (QLA, FlashQLA, FlashInfer) runs within (b)'s budget "
+                f"even on GPU time alone."]
     return out
 
 

@@ -21,7 +21,7 @@ def test_issue4_target_is_below_every_measured_design():
             floor = d["sm_ms"] / target_reach.SMS
             assert floor > target_reach.ISSUE4_TARGET_MS, (gpu[0], d["design"], floor)
             # the floor is a floor: no design's 1×32768 ran under it
-            assert d["one_ms"] >= floor * 0.97, (gpu[0], d["design"], d["one_ms"], floor)
+            assert d["one_ms"] >= floor, (gpu[0], d["design"], d["one_ms"], floor)
         # the fused design (Aβ on chip) needs the least SM-time a step, QLA's two kernels more
         assert costs["FlashInfer"]["sm_ms"] < costs["QLA"]["sm_ms"] < costs["FlashQLA"]["sm_ms"]
 
